@@ -1,0 +1,183 @@
+"""Baseline memories that keep asserted values without any notion of validity.
+
+Value memories write a value when the evidence asserts it works: a successful
+use (``outcome=True``) or a stated observation (``outcome=None``). A failed use
+(``outcome=False``) asserts nothing about a value, so these memories ignore it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from tepa_envs.core import Evidence, LifecycleState, Record, check_positive_int
+
+from .protocol import MemoryBase
+
+ACTIVE = LifecycleState.ACTIVE
+
+
+def asserts_value(evidence: Evidence) -> bool:
+    return evidence.outcome is not False
+
+
+@dataclass(slots=True)
+class ValueEntry:
+    value: str
+    support: int
+    created: int
+    updated: int
+
+    def record(self, key: str, conflict: int, score: float = 0.0) -> Record:
+        return Record(key, self.value, self.support, conflict, ACTIVE, self.created, self.updated, score)
+
+
+class NoMemory(MemoryBase):
+    """Remembers nothing; the agent acts on the task's context alone."""
+
+    name = "no-memory"
+
+    def _observe(self, evidence: Evidence) -> None:
+        pass
+
+    def _retrieve(self, key: str, context: str) -> list[Record]:
+        return []
+
+    def _reset(self) -> None:
+        pass
+
+
+class AppendOnly(MemoryBase):
+    """Keeps every asserted value; retrieves the key's values ranked by support.
+
+    Args:
+        top_k: at most this many values are retrieved per key.
+    """
+
+    name = "append-only"
+
+    def __init__(self, *, top_k: int = 5) -> None:
+        super().__init__()
+        self.top_k = check_positive_int("top_k", top_k)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._values: dict[str, dict[str, ValueEntry]] = {}
+        self.writes = 0
+
+    def _observe(self, evidence: Evidence) -> None:
+        if not asserts_value(evidence):
+            return
+        self.writes += 1
+        entries = self._values.setdefault(evidence.key, {})
+        entry = entries.get(evidence.value)
+        if entry is None:
+            entries[evidence.value] = ValueEntry(evidence.value, 1, evidence.t, evidence.t)
+        else:
+            entry.support += 1
+            entry.updated = evidence.t
+
+    def _entries(self, key: str) -> list[ValueEntry]:
+        return list(self._values.get(key, {}).values())
+
+    def _rank(self, entries: list[ValueEntry]) -> list[ValueEntry]:
+        return sorted(entries, key=lambda e: (-e.support, -e.updated))
+
+    def _retrieve(self, key: str, context: str) -> list[Record]:
+        entries = self._entries(key)
+        conflict = max(len(entries) - 1, 0)
+        return [e.record(key, conflict) for e in self._rank(entries)[: self.top_k]]
+
+
+class TemporalRecency(AppendOnly):
+    """Append-only storage; retrieval ranked by recency and cut to ``top_k``."""
+
+    name = "temporal-recency"
+
+    def __init__(self, *, top_k: int = 3) -> None:
+        super().__init__(top_k=top_k)
+
+    def _rank(self, entries: list[ValueEntry]) -> list[ValueEntry]:
+        return sorted(entries, key=lambda e: (-e.updated, -e.support))
+
+
+class ConflictAwareRecency(AppendOnly):
+    """Support-ranked like append-only until a key holds conflicting values;
+    from then on its newest value comes first."""
+
+    name = "conflict-aware-recency"
+
+    def _rank(self, entries: list[ValueEntry]) -> list[ValueEntry]:
+        if len(entries) < 2:
+            return entries
+        return sorted(entries, key=lambda e: (-e.updated, -e.support))
+
+
+class LastWriteWins(MemoryBase):
+    """One value per key: the newest assertion replaces the old one."""
+
+    name = "lww"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._current: dict[str, ValueEntry] = {}
+        self._replacements: dict[str, int] = {}
+
+    def _observe(self, evidence: Evidence) -> None:
+        if asserts_value(evidence):
+            self._write(evidence)
+
+    def _write(self, evidence: Evidence) -> None:
+        entry = self._current.get(evidence.key)
+        if entry is not None and entry.value == evidence.value:
+            entry.support += 1
+            entry.updated = evidence.t
+            return
+        if entry is not None:
+            self._replacements[evidence.key] = self._replacements.get(evidence.key, 0) + 1
+        self._current[evidence.key] = ValueEntry(evidence.value, 1, evidence.t, evidence.t)
+
+    def _retrieve(self, key: str, context: str) -> list[Record]:
+        entry = self._current.get(key)
+        if entry is None:
+            return []
+        return [entry.record(key, self._replacements.get(key, 0))]
+
+
+class SlidingWindow(MemoryBase):
+    """Keeps only the last ``window`` assertions (over all keys).
+
+    Args:
+        window: number of most recent assertions kept.
+    """
+
+    name = "sliding-window"
+
+    def __init__(self, *, window: int = 20) -> None:
+        super().__init__()
+        self.window = check_positive_int("window", window)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._recent: deque[Evidence] = deque(maxlen=self.window)
+
+    def _observe(self, evidence: Evidence) -> None:
+        if asserts_value(evidence):
+            self._recent.append(evidence)
+
+    def _retrieve(self, key: str, context: str) -> list[Record]:
+        entries: dict[str, ValueEntry] = {}
+        for evidence in self._recent:
+            if evidence.key != key:
+                continue
+            entry = entries.get(evidence.value)
+            if entry is None:
+                entries[evidence.value] = ValueEntry(evidence.value, 1, evidence.t, evidence.t)
+            else:
+                entry.support += 1
+                entry.updated = evidence.t
+        ranked = sorted(entries.values(), key=lambda e: (-e.support, -e.updated))
+        return [e.record(key, len(ranked) - 1) for e in ranked]

@@ -1,0 +1,55 @@
+"""The simulated reader: a deterministic, seeded stand-in for a language model."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tepa_envs.core import Record, check_probability
+
+
+class EvidenceReader:
+    """Reads a prompt of retrieved records and picks a value.
+
+    * The prompt shows records (in the memory's order): with probability
+      ``follow_prob`` the reader uses the first shown value it can use;
+      otherwise it explores.
+    * The prompt shows nothing usable: it explores, choosing uniformly among
+      the task's choices.
+
+    For free-text tasks (no choices) it answers with the first shown value, or
+    an empty answer when nothing is shown.
+
+    The parameters are set once per environment (``env.reader_params``) and are
+    the same for every memory method.
+
+    Args:
+        follow_prob: probability of following the prompt when it shows a usable value.
+        seed: seed of the reader's own random stream (combined with the episode seed).
+    """
+
+    def __init__(self, follow_prob: float = 0.9, seed: int = 0) -> None:
+        self.follow_prob = check_probability("follow_prob", follow_prob)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, episode_seed: int | None = None) -> None:
+        entropy = [self.seed] if episode_seed is None else [self.seed, episode_seed]
+        self.rng = np.random.default_rng(entropy)
+
+    def choose(self, records: Sequence[Record], choices: Sequence[str]) -> str:
+        # Draw both numbers every call so the stream of draws does not depend on the memory.
+        follow_draw = self.rng.random()
+        explore_draw = self.rng.random()
+        usable = [r.value for r in records if not choices or r.value in choices]
+        if usable and follow_draw < self.follow_prob:
+            return usable[0]
+        if not choices:
+            return usable[0] if usable else ""
+        return choices[int(explore_draw * len(choices))]
+
+    def __repr__(self) -> str:
+        return f"EvidenceReader(follow_prob={self.follow_prob}, seed={self.seed})"

@@ -1,0 +1,74 @@
+"""TEPA-Full: TEPA whose hypotheses are promoted only after passing trials."""
+
+from __future__ import annotations
+
+from tepa_envs.core import check_positive_int
+
+from .tepa import ACTIVE, TEPA, Precedent, _KeySlot
+from .trials import TrialGate
+
+
+class TEPAFull(TEPA):
+    """TEPA plus trial validation before promotion.
+
+    When the environment offers a ``trial`` callback (the agent wires it in),
+    a hypothesis is promoted only if it passes :class:`TrialGate`; a promoted
+    challenger whose counterfactual trial showed the incumbent failing revokes
+    that incumbent. A hypothesis that fails its trials is tried again after
+    ``retry_after`` further supports. Without a trial callback TEPA-Full
+    promotes by the posterior rule, exactly like TEPA.
+
+    Args:
+        pass_ratio: fraction of trials that must pass (paper: 0.6).
+        retry_after: supports between two trial rounds of the same hypothesis.
+        **kwargs: TEPA's thresholds.
+    """
+
+    name = "tepa-full"
+
+    def __init__(self, *, pass_ratio: float = 0.6, retry_after: int = 3, **kwargs: object) -> None:
+        self.gate = TrialGate(pass_ratio=pass_ratio)
+        self.retry_after = check_positive_int("retry_after", retry_after)
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+
+    @property
+    def trial_budget_spent(self) -> int:
+        return self.gate.budget_spent
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.gate.reset()
+        self._trialed_at: dict[int, int] = {}
+
+    def _consider_promotion(self, slot: _KeySlot, precedent: Precedent, t: int) -> None:
+        if self.trial is None:
+            super()._consider_promotion(slot, precedent, t)
+            return
+        last = self._trialed_at.get(precedent.id)
+        if last is not None and precedent.support - last < self.retry_after:
+            return
+        self._trialed_at[precedent.id] = precedent.support
+        incumbent = self._incumbent(slot, precedent)
+        result = self.gate.validate(self.trial, precedent.key, precedent.value,
+                                    incumbent.value if incumbent else None,
+                                    self._unrelated(precedent.key))
+        if not result.passed:
+            return
+        self._promote(precedent, t, f"passed {result.passes}/{result.run} trials")
+        if incumbent is not None and result.incumbent_failed and self.revocation:
+            self._revoke(slot, incumbent, t, "counterfactual trial: incumbent no longer works")
+
+    @staticmethod
+    def _incumbent(slot: _KeySlot, precedent: Precedent) -> Precedent | None:
+        active = [p for p in slot.live.values() if p.state is ACTIVE and p is not precedent]
+        return max(active, key=lambda p: (p.support, p.updated), default=None)
+
+    def _unrelated(self, key: str) -> tuple[str, str] | None:
+        best: Precedent | None = None
+        for other_key, slot in self._slots.items():
+            if other_key == key:
+                continue
+            for p in slot.live.values():
+                if p.state is ACTIVE and (best is None or p.updated > best.updated):
+                    best = p
+        return (best.key, best.value) if best is not None else None

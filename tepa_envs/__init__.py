@@ -1,0 +1,30 @@
+"""tepa-envs: Gymnasium environments whose hidden rules drift under an agent's memory.
+
+Importing this package registers the environments::
+
+    import gymnasium as gym
+    import tepa_envs
+
+    env = gym.make("TEPA/RegimeDrift-v0")
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register, registry
+
+from .core import PHASE_NAMES, AuditEvent, Evidence, LifecycleState, Record
+
+__all__ = ["PHASE_NAMES", "AuditEvent", "Evidence", "LifecycleState", "Record", "ENV_IDS"]
+__version__ = "0.1.0"
+
+_ENTRY_POINTS = {
+    "TEPA/RegimeDrift-v0": "tepa_envs.regime_drift:RegimeDriftEnv",
+    "TEPA/FileOps-v0": "tepa_envs.file_ops:FileOpsEnv",
+    "TEPA/PreferenceStream-v0": "tepa_envs.preference_stream:PreferenceStreamEnv",
+    "TEPA/FactConsolidation-v0": "tepa_envs.fact_consolidation:FactConsolidationEnv",
+}
+ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
+
+for _env_id, _entry_point in _ENTRY_POINTS.items():
+    if _env_id not in registry:
+        register(id=_env_id, entry_point=_entry_point)

@@ -1,0 +1,1 @@
+"""Gymnasium and PettingZoo wrappers, imported as ``tepa_envs.wrappers``."""
