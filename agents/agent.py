@@ -52,7 +52,9 @@ class MemoryAgent:
             value = self._follow_chain(key, list(chain), context)
         else:
             choices = self._env.choices(key)
-            value = self.reader.choose(self.memory.retrieve(key, context), choices)
+            stated_value = getattr(self._env, "stated_value", None)
+            stated = stated_value(key, context) if callable(stated_value) else None
+            value = self.reader.choose(self.memory.retrieve(key, context), choices, stated)
         return self._env.to_action(value)
 
     def _follow_chain(self, key: str, relations: list[str], context: str) -> str:

@@ -18,6 +18,11 @@ class EvidenceReader:
     * The prompt shows nothing usable: it explores, choosing uniformly among
       the task's choices.
 
+    * The task's context states a value (``stated``, e.g. a user saying what
+      they want): the reader uses it, except that when the prompt's first
+      record shows a different value it trusts the memory over the context with
+      probability ``1 - stated_prob``.
+
     For free-text tasks (no choices) it answers with the first shown value, or
     an empty answer when nothing is shown.
 
@@ -26,11 +31,14 @@ class EvidenceReader:
 
     Args:
         follow_prob: probability of following the prompt when it shows a usable value.
+        stated_prob: probability of preferring a value stated in the context over
+            a different remembered one.
         seed: seed of the reader's own random stream (combined with the episode seed).
     """
 
-    def __init__(self, follow_prob: float = 0.9, seed: int = 0) -> None:
+    def __init__(self, follow_prob: float = 0.9, stated_prob: float = 0.5, seed: int = 0) -> None:
         self.follow_prob = check_probability("follow_prob", follow_prob)
+        self.stated_prob = check_probability("stated_prob", stated_prob)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         self.seed = seed
@@ -40,11 +48,14 @@ class EvidenceReader:
         entropy = [self.seed] if episode_seed is None else [self.seed, episode_seed]
         self.rng = np.random.default_rng(entropy)
 
-    def choose(self, records: Sequence[Record], choices: Sequence[str]) -> str:
-        # Draw both numbers every call so the stream of draws does not depend on the memory.
-        follow_draw = self.rng.random()
-        explore_draw = self.rng.random()
+    def choose(self, records: Sequence[Record], choices: Sequence[str], stated: str | None = None) -> str:
+        # Draw every number on every call so the stream of draws does not depend on the memory.
+        follow_draw, explore_draw, stated_draw = self.rng.random(3)
         usable = [r.value for r in records if not choices or r.value in choices]
+        if stated is not None:
+            if not usable or usable[0] == stated or stated_draw < self.stated_prob:
+                return stated
+            return usable[0]
         if usable and follow_draw < self.follow_prob:
             return usable[0]
         if not choices:
@@ -52,4 +63,5 @@ class EvidenceReader:
         return choices[int(explore_draw * len(choices))]
 
     def __repr__(self) -> str:
-        return f"EvidenceReader(follow_prob={self.follow_prob}, seed={self.seed})"
+        return (f"EvidenceReader(follow_prob={self.follow_prob}, stated_prob={self.stated_prob}, "
+                f"seed={self.seed})")
