@@ -35,6 +35,26 @@ def corrupt_key(key: str, field: int, offset: int) -> str:
     return "/".join(parts)
 
 
+def build_world(rng: np.random.Generator, keys: tuple[str, ...], n_tools: int, total: int,
+                light_fraction: float, return_fraction: float,
+                key_noise: float) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The hidden world of one episode, drawn from ``rng`` in a fixed order.
+
+    Returns the regime (correct tool index per phase and key), the key index of
+    every task, and the key every task's evidence is filed under.
+    """
+    regime = draw_phase_values(rng, len(keys), n_tools, light_fraction, return_fraction)
+    task_keys = rng.integers(0, len(keys), size=total)
+    noisy = rng.random(total) < key_noise
+    field = rng.integers(0, 3, size=total)
+    offset = rng.integers(1, len(TASK_TYPES), size=total)
+    evidence_keys = [
+        corrupt_key(keys[int(k)], int(f), int(o)) if n else keys[int(k)]
+        for k, n, f, o in zip(task_keys, noisy, field, offset)
+    ]
+    return regime, task_keys, evidence_keys
+
+
 class RegimeDriftEnv(TaskStreamEnv):
     """
     ## Description
@@ -115,17 +135,9 @@ class RegimeDriftEnv(TaskStreamEnv):
         self._key_index = {k: i for i, k in enumerate(self.keys)}
 
     def _build(self, rng: np.random.Generator) -> None:
-        self.regime = draw_phase_values(rng, self.n_keys, self.n_tools,
-                                        self.light_drift_fraction, self.partial_return_fraction)
-        total = self.schedule.total
-        self.task_keys = rng.integers(0, self.n_keys, size=total)
-        noisy = rng.random(total) < self.key_noise
-        field = rng.integers(0, 3, size=total)
-        offset = rng.integers(1, len(TASK_TYPES), size=total)
-        self.evidence_keys = [
-            corrupt_key(self.keys[int(k)], int(f), int(o)) if n else self.keys[int(k)]
-            for k, n, f, o in zip(self.task_keys, noisy, field, offset)
-        ]
+        self.regime, self.task_keys, self.evidence_keys = build_world(
+            rng, self.keys, self.n_tools, self.schedule.total, self.light_drift_fraction,
+            self.partial_return_fraction, self.key_noise)
         self._previous = (self.n_tools, 0)
 
     def _correct_index(self, t: int, key_index: int) -> int:
