@@ -23,8 +23,12 @@ _ENTRY_POINTS = {
     "TEPA/PreferenceStream-v0": "tepa_envs.preference_stream:PreferenceStreamEnv",
     "TEPA/FactConsolidation-v0": "tepa_envs.fact_consolidation:FactConsolidationEnv",
 }
+_VECTOR_ENTRY_POINTS = {
+    "TEPA/RegimeDrift-v0": "tepa_envs.vector:RegimeDriftVectorEnv",
+}
 ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
 
 for _env_id, _entry_point in _ENTRY_POINTS.items():
     if _env_id not in registry:
-        register(id=_env_id, entry_point=_entry_point)
+        register(id=_env_id, entry_point=_entry_point,
+                 vector_entry_point=_VECTOR_ENTRY_POINTS.get(_env_id))
