@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -150,6 +151,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     methods = _parse_methods(args.methods)
     env_kwargs = _parse_env_kwargs(args.env_kwargs)
+    unknown = sorted(set(env_kwargs) - set(env_kwarg_names(args.env_id)))
+    if unknown:
+        raise UsageError(f"unknown kwargs for {args.env_id}: {', '.join(unknown)}; "
+                         f"valid: {', '.join(env_kwarg_names(args.env_id))}")
     try:
         validate_methods(args.env_id, env_kwargs, methods)
     except (ValueError, TypeError) as exc:
@@ -157,6 +162,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     _evaluate_and_write(args, args.env_id, methods, env_kwargs, out, None, "run")
     return 0
+
+
+def env_kwarg_names(env_id: str) -> list[str]:
+    """Keyword arguments the environment's constructor accepts."""
+    from gymnasium.envs.registration import load_env_creator
+
+    creator = load_env_creator(gym.spec(env_id).entry_point)
+    return [name for name, p in inspect.signature(creator).parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "self"]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
