@@ -1,0 +1,341 @@
+"""shared_drift_v0: several agents act in one drifting tool world, with shared or private memory.
+
+    from tepa_envs.multi_agent import shared_drift_v0
+
+    env = shared_drift_v0.parallel_env(n_agents=3, memory="tepa", shared_memory=True)
+    observations, infos = env.reset(seed=0)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from pettingzoo import ParallelEnv
+from pettingzoo.utils import conversions, wrappers
+
+from tepa_envs.agents.protocol import Memory
+from tepa_envs.agents.registry import make_memory
+from tepa_envs.core import PHASE_NAMES, TRIAL_KINDS, Evidence, check_positive_int, check_probability
+from tepa_envs.drift import PhaseSchedule, draw_phase_values
+from tepa_envs.regime_drift import key_names
+from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, action_of, memory_view, top_record
+
+COUNT_CAP = 1000
+
+
+class SharedDriftParallelEnv(ParallelEnv):
+    """
+    ## Description
+
+    ``n_agents`` agents solve tool tasks in one world whose hidden tool regime
+    drifts through the four phases of ``TEPA/RegimeDrift-v0`` (stable, light
+    drift, full reversal, partial return). At every step each agent gets one
+    task whose conflict key is drawn uniformly from its own key set. Key sets
+    overlap in part: agent ``i`` sees keys ``i*(k-s) .. i*(k-s)+k-1`` (modulo
+    the number of keys) with ``k = keys_per_agent`` and ``s = shared_keys``, so
+    neighbouring agents share ``s`` keys and there are ``n_agents*(k-s)`` keys.
+
+    After the step the environment writes each agent's evidence (tool used,
+    outcome, ``source=agent name``) into that agent's memory: one memory for the
+    team (``shared_memory=True``) or one per agent. Every observation carries
+    the memory's view of the agent's next key, as
+    :class:`~tepa_envs.wrappers.MemoryObservation` does.
+
+    **Memory poisoning.** With ``unreliable_agent`` set, at each step with
+    probability ``poison_rate`` that agent's evidence is replaced by a false
+    report: a tool that is wrong for its key (uniform among the wrong tools),
+    reported as having worked (``outcome=True``). Its own reward still reflects
+    what really happened. The false report carries the agent's usual source.
+
+    ## Action Space (per agent)
+
+    ``Discrete(n_tools)``: the tool used for the agent's task.
+
+    ## Observation Space (per agent)
+
+    ``Box(0, 1, (n_keys + 2 * n_tools + 5,), float32)``, a flat array
+    (PettingZoo's convention) whose entries are named by
+    :meth:`observation_fields`: the one-hot of the task's key (all 0 after the
+    last step), the one-hot of the agent's previous tool (``n_tools + 1``
+    entries, the last meaning "no step yet"), its previous success, then the
+    memory's view as in
+    :class:`~tepa_envs.wrappers.MemoryObservation`: the one-hot of the memory's
+    first retrieved tool (``n_tools`` entries, all 0 when nothing is shown),
+    validity, scaled support and scaled conflict (each in [0, 1]).
+
+    ## Rewards
+
+    1.0 per agent whose tool solves its task, 0.0 otherwise.
+
+    ## Episode End
+
+    Every agent terminates after ``sum(phase_lengths)`` steps; no truncation.
+
+    ## Info (per agent)
+
+    ``key``, ``context``, ``evidence`` (what was written for this agent this
+    step; empty after reset), ``success`` and ``poisoned`` (after a step),
+    ``t`` and ``oracle`` (``phase``, ``phase_name``, ``phase_changed``,
+    ``correct``; for evaluation only).
+
+    ## Arguments
+
+    * ``n_agents``: number of agents (default 3).
+    * ``keys_per_agent``: keys in each agent's set (default 2).
+    * ``shared_keys``: keys each agent shares with the next one (default 1, less than ``keys_per_agent``).
+    * ``n_tools``: tools per task (default 3, at least 3).
+    * ``phase_lengths``: steps in each phase (default ``(40, 40, 40, 40)``).
+    * ``light_drift_fraction``, ``partial_return_fraction``: as in RegimeDrift (default 0.5 each).
+    * ``memory``: memory method name or import path (``"tepa"``), or a memory object (shared only).
+    * ``shared_memory``: one memory for the team (default ``True``) or one per agent.
+    * ``unreliable_agent``: index of the agent that writes false evidence, or ``None`` (default).
+    * ``poison_rate``: probability per step that the unreliable agent's evidence is false (default 0.3).
+    * ``render_mode``: ``None`` or ``"ansi"``.
+    """
+
+    metadata = {"name": "shared_drift_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    reader_params = {"follow_prob": 0.95}
+
+    def __init__(self, n_agents: int = 3, keys_per_agent: int = 2, shared_keys: int = 1, n_tools: int = 3,
+                 phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
+                 light_drift_fraction: float = 0.5, partial_return_fraction: float = 0.5,
+                 memory: Memory | str = "tepa", shared_memory: bool = True,
+                 unreliable_agent: int | None = None, poison_rate: float = 0.3,
+                 render_mode: str | None = None) -> None:
+        self.n_agents = check_positive_int("n_agents", n_agents)
+        self.keys_per_agent = check_positive_int("keys_per_agent", keys_per_agent)
+        if isinstance(shared_keys, bool) or not isinstance(shared_keys, int) or not 0 <= shared_keys < keys_per_agent:
+            raise ValueError(f"shared_keys must be an int in [0, keys_per_agent={keys_per_agent}), got {shared_keys!r}")
+        self.n_tools = check_positive_int("n_tools", n_tools)
+        if n_tools < 3:
+            raise ValueError(f"n_tools must be >= 3, got {n_tools}")
+        self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
+        self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
+        self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
+        if not isinstance(shared_memory, bool):
+            raise TypeError(f"shared_memory must be a bool, got {type(shared_memory).__name__}")
+        if unreliable_agent is not None and (isinstance(unreliable_agent, bool) or not isinstance(unreliable_agent, int)
+                                             or not 0 <= unreliable_agent < n_agents):
+            raise ValueError(f"unreliable_agent must be None or an agent index in [0, {n_agents}), "
+                             f"got {unreliable_agent!r}")
+        self.poison_rate = check_probability("poison_rate", poison_rate)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        if not shared_memory and not isinstance(memory, str):
+            raise TypeError("private memories need a method name or import path (one memory is made per agent)")
+        self.shared_memory = shared_memory
+        self.unreliable_agent = unreliable_agent
+        self.render_mode = render_mode
+
+        stride = keys_per_agent - shared_keys
+        self.n_keys = n_agents * stride
+        self.keys = key_names(self.n_keys)
+        self.values = tuple(f"tool_{i}" for i in range(n_tools))
+        self._value_index = {v: i for i, v in enumerate(self.values)}
+        self._key_index = {k: i for i, k in enumerate(self.keys)}
+        self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
+        self.agent_keys = np.array([[(i * stride + j) % self.n_keys for j in range(keys_per_agent)]
+                                    for i in range(n_agents)], dtype=np.int64)
+        if shared_memory:
+            team_memory = make_memory(memory)
+            self.memories = {agent: team_memory for agent in self.possible_agents}
+        else:
+            self.memories = {agent: make_memory(memory) for agent in self.possible_agents}
+        self._unique_memories = list({id(m): m for m in self.memories.values()}.values())
+        self.agents: list[str] = []
+        self._t = 0
+        self._started = False
+        self._np_random: np.random.Generator | None = None
+        self._last_lines: list[str] = []
+
+    # ----------------------------------------------------------------- spaces
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent: str) -> gym.spaces.Box:
+        self._check_agent(agent)
+        return gym.spaces.Box(0.0, 1.0, shape=(len(self.observation_fields()),), dtype=np.float32)
+
+    def observation_fields(self) -> tuple[str, ...]:
+        """Names of the entries of an observation, in order."""
+        return (tuple(f"key[{k}]" for k in self.keys)
+                + tuple(f"previous_tool[{v}]" for v in self.values) + ("previous_tool[none]", "previous_success")
+                + tuple(f"memory_value[{v}]" for v in self.values)
+                + ("memory_validity", "memory_support", "memory_conflict"))
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent: str) -> gym.spaces.Discrete:
+        self._check_agent(agent)
+        return gym.spaces.Discrete(self.n_tools)
+
+    def _check_agent(self, agent: str) -> None:
+        if agent not in self.possible_agents:
+            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+
+    # ------------------------------------------------------------------ world
+    def _build(self, rng: np.random.Generator) -> None:
+        total = self.schedule.total
+        self.regime = draw_phase_values(rng, self.n_keys, self.n_tools, self.light_drift_fraction,
+                                        self.partial_return_fraction)
+        slot = rng.integers(0, self.keys_per_agent, size=(total, self.n_agents))
+        self.task_keys = self.agent_keys[np.arange(self.n_agents), slot]
+        self.poisoned = rng.random(total) < self.poison_rate
+        # Offset 1..n_tools-1 from the correct tool: always a wrong tool.
+        self.poison_offset = rng.integers(1, self.n_tools, size=total)
+
+    def _correct(self, t: int, key_index: int) -> int:
+        return int(self.regime[self.schedule.phase_of(t), key_index])
+
+    def _context(self, t: int, key: str) -> str:
+        task_type, domain, input_type = key.split("/")
+        return (f"Request #{t}: {task_type} the {domain} records provided as {input_type}. "
+                f"Available tools: {', '.join(self.values)}. Pick one tool.")
+
+    # -------------------------------------------------------- language agents
+    def choices(self, key: str) -> tuple[str, ...]:
+        return self.values
+
+    def to_action(self, value: str) -> int:
+        try:
+            return self._value_index[value]
+        except KeyError:
+            raise ValueError(f"unknown value {value!r}; valid values: {', '.join(self.values)}") from None
+
+    def trial(self, kind: str, key: str, value: str) -> bool:
+        """Held-out trial for TEPA-Full: does ``value`` work for ``key`` now? Never advances the world."""
+        if kind not in TRIAL_KINDS:
+            raise ValueError(f"trial kind must be one of {TRIAL_KINDS}, got {kind!r}")
+        if key not in self._key_index:
+            return False
+        return self.values[self._correct(self._t, self._key_index[key])] == value
+
+    # -------------------------------------------------------------- pettingzoo
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None or self._np_random is None:
+            self._np_random = np.random.default_rng(seed)
+        self._build(self._np_random)
+        self._t = 0
+        self._started = True
+        self._previous = {agent: (self.n_tools, 0) for agent in self.possible_agents}
+        for memory in self._unique_memories:
+            memory.reset()
+            if hasattr(memory, "trial"):
+                memory.trial = self.trial
+        self.agents = list(self.possible_agents)
+        self._last_lines = []
+        infos = {agent: self._info(agent, evidence=[]) for agent in self.agents}
+        return {agent: self._observe(agent) for agent in self.agents}, infos
+
+    def step(self, actions: dict[str, Any]):
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        if not self.agents:
+            raise RuntimeError("the episode has ended; call reset() to start a new one")
+        if set(actions) != set(self.agents):
+            raise ValueError(f"actions must name every live agent {self.agents}, got {sorted(actions)}")
+        for agent, action in actions.items():
+            if not self.action_space(agent).contains(action):
+                raise ValueError(f"action of {agent} must be an int in [0, {self.n_tools}), got {action!r}")
+        t = self._t
+        rewards: dict[str, float] = {}
+        written: dict[str, list[Evidence]] = {}
+        poisoned: dict[str, bool] = {}
+        self._last_lines = []
+        for i, agent in enumerate(self.agents):
+            key_index = int(self.task_keys[t, i])
+            correct = self._correct(t, key_index)
+            tool = int(actions[agent])
+            success = tool == correct
+            rewards[agent] = float(success)
+            self._previous[agent] = (tool, int(success))
+            poisoned[agent] = i == self.unreliable_agent and bool(self.poisoned[t])
+            if poisoned[agent]:
+                false_tool = (correct + int(self.poison_offset[t])) % self.n_tools
+                evidence = Evidence(self.keys[key_index], self.values[false_tool], t, True, agent)
+            else:
+                evidence = Evidence(self.keys[key_index], self.values[tool], t, success, agent)
+            written[agent] = [evidence]
+            self._last_lines.append(f"t={t} {agent} {self.keys[key_index]}: {self.values[tool]} -> "
+                                    f"{'ok' if success else 'fail'}{' (false report)' if poisoned[agent] else ''}")
+        for agent in self.agents:
+            for evidence in written[agent]:
+                self.memories[agent].observe(evidence)
+        self._t = t + 1
+        if self.schedule.starts_phase(self._t):
+            for memory in self._unique_memories:
+                hook = getattr(memory, "on_phase_boundary", None)
+                if callable(hook):
+                    hook()
+        done = self._t >= self.schedule.total
+        observations = {agent: self._observe(agent) for agent in self.agents}
+        infos = {agent: self._info(agent, evidence=written[agent], success=bool(rewards[agent]),
+                                   poisoned=poisoned[agent]) for agent in self.agents}
+        terminations = {agent: done for agent in self.agents}
+        truncations = {agent: False for agent in self.agents}
+        if done:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return "\n".join(self._last_lines) + "\n"
+        return None
+
+    def close(self) -> None:
+        pass
+
+    # ---------------------------------------------------------------- helpers
+    def current_key(self, agent: str) -> str:
+        """The key of ``agent``'s task now presented ('' after the last step)."""
+        if self._t >= self.schedule.total:
+            return ""
+        return self.keys[int(self.task_keys[self._t, self.possible_agents.index(agent)])]
+
+    def _action_of(self, value: str) -> int | None:
+        return action_of(self.to_action, value, self.n_tools)
+
+    def _observe(self, agent: str) -> np.ndarray:
+        key = self.current_key(agent)
+        record = top_record(self.memories[agent], key, self._context(self._t, key) if key else "", self._action_of)
+        view = memory_view(record, self._action_of, self.n_tools, count_cap=COUNT_CAP)
+        key_one_hot = np.zeros(self.n_keys, dtype=np.float32)
+        if key:
+            key_one_hot[self._key_index[key]] = 1.0
+        previous_tool, previous_success = self._previous[agent]
+        tool_one_hot = np.zeros(self.n_tools + 1, dtype=np.float32)
+        tool_one_hot[previous_tool] = 1.0
+        return np.concatenate([key_one_hot, tool_one_hot, np.array([previous_success], dtype=np.float32),
+                               *(view[name] for name in MEMORY_ENTRIES)])
+
+    def _info(self, agent: str, *, evidence: list[Evidence], success: bool | None = None,
+              poisoned: bool = False) -> dict[str, Any]:
+        key = self.current_key(agent)
+        info: dict[str, Any] = {"key": key, "context": self._context(self._t, key) if key else "",
+                                "evidence": list(evidence), "t": self._t}
+        if success is not None:
+            info["success"] = success
+            info["poisoned"] = poisoned
+        if key:
+            phase = self.schedule.phase_of(self._t)
+            info["oracle"] = {"phase": phase, "phase_name": PHASE_NAMES[phase],
+                              "phase_changed": self.schedule.starts_phase(self._t),
+                              "correct": self.values[self._correct(self._t, self._key_index[key])]}
+        return info
+
+
+def parallel_env(**kwargs: Any) -> SharedDriftParallelEnv:
+    """The parallel environment (see :class:`SharedDriftParallelEnv` for the arguments)."""
+    return SharedDriftParallelEnv(**kwargs)
+
+
+def raw_env(**kwargs: Any):
+    """The AEC environment through PettingZoo's ``parallel_to_aec``, without wrappers."""
+    return conversions.parallel_to_aec(parallel_env(**kwargs))
+
+
+def env(**kwargs: Any):
+    """The AEC environment with PettingZoo's standard wrappers."""
+    aec = raw_env(**kwargs)
+    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    return wrappers.OrderEnforcingWrapper(aec)

@@ -1,0 +1,155 @@
+"""MemoryObservation: a memory's view of the current task, added to the observation."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+from tepa_envs.agents.protocol import Memory
+from tepa_envs.agents.registry import make_memory
+from tepa_envs.core import Record
+
+MEMORY_ENTRIES = ("memory_value", "memory_validity", "memory_support", "memory_conflict")
+
+
+class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.RecordConstructorArgs):
+    """Feeds every step's ``info["evidence"]`` into a memory and shows the policy
+    what the memory retrieves for the task just presented.
+
+    The observation becomes a flat ``Dict``:
+
+    * ``"obs"``: the environment's observation (a ``Dict`` observation space is
+      merged entry by entry instead);
+    * ``"memory_value"``: ``Box(0, 1, (n_actions,))``, the memory's first
+      retrieved value for ``info["key"]`` as a one-hot over actions (through
+      ``env.unwrapped.to_action``); all zeros when the memory shows nothing usable;
+    * ``"memory_validity"``: ``Box(0, 1, (1,))``, that record's Beta(1, 1)
+      validity ``(support + 1) / (support + conflict + 2)``; 0 when nothing is shown;
+    * ``"memory_support"``, ``"memory_conflict"``: ``Box(0, 1, (1,))``, the
+      record's counts scaled as ``log1p(min(count, count_cap)) / log1p(count_cap)``.
+
+    The memory is reset with the environment. Memories with a ``trial``
+    attribute (TEPA-Full) get ``env.unwrapped.trial``; memories with an
+    ``on_phase_boundary`` hook (oracle reset) are told of true phase boundaries,
+    as :class:`~tepa_envs.agents.MemoryAgent` does.
+
+    Args:
+        env: an environment with a ``Discrete`` action space whose infos carry
+            ``key``, ``context`` and ``evidence``, and that offers ``to_action``.
+        memory: a memory object (any object with ``observe``, ``retrieve`` and
+            ``reset``), a method name (``"tepa"``) or an import path
+            (``"package.module:ClassName"``).
+        memory_kwargs: arguments for a memory given by name or path.
+        count_cap: support/conflict counts at or above this scale to 1.0.
+    """
+
+    def __init__(self, env: gym.Env, memory: Memory | str = "tepa",
+                 memory_kwargs: dict[str, Any] | None = None, count_cap: int = 1000) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, memory=memory, memory_kwargs=memory_kwargs,
+                                                 count_cap=count_cap)
+        gym.Wrapper.__init__(self, env)
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            raise TypeError(f"MemoryObservation needs a Discrete action space, got {env.action_space}")
+        if not callable(getattr(env.unwrapped, "to_action", None)):
+            raise TypeError(f"{type(env.unwrapped).__name__} has no to_action(value) to map remembered values")
+        if isinstance(count_cap, bool) or not isinstance(count_cap, int) or count_cap < 1:
+            raise ValueError(f"count_cap must be an int >= 1, got {count_cap!r}")
+        self.memory = make_memory(memory, **(memory_kwargs or {}))
+        self.count_cap = count_cap
+        self.n_actions = int(env.action_space.n)
+        self.observation_space = gym.spaces.Dict({**self._inner_spaces(env.observation_space),
+                                                  **memory_spaces(self.n_actions)})
+
+    # ----------------------------------------------------------------- spaces
+    @staticmethod
+    def _inner_spaces(space: gym.Space) -> dict[str, gym.Space]:
+        if isinstance(space, gym.spaces.Dict):
+            clash = set(space.spaces) & set(MEMORY_ENTRIES)
+            if clash:
+                raise ValueError(f"observation entries {sorted(clash)} clash with MemoryObservation's entries")
+            if any(isinstance(s, (gym.spaces.Dict, gym.spaces.Tuple)) for s in space.spaces.values()):
+                raise TypeError("MemoryObservation needs a flat observation space (no nested Dict/Tuple)")
+            return dict(space.spaces)
+        return {"obs": space}
+
+    # -------------------------------------------------------------- gymnasium
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        observation, info = self.env.reset(seed=seed, options=options)
+        self.memory.reset()
+        if hasattr(self.memory, "trial"):
+            self.memory.trial = getattr(self.env.unwrapped, "trial", None)
+        return self._augment(observation, info), info
+
+    def step(self, action: Any):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        for evidence in info.get("evidence", ()):
+            self.memory.observe(evidence)
+        oracle = info.get("oracle")
+        hook = getattr(self.memory, "on_phase_boundary", None)
+        if oracle and oracle.get("phase_changed") and callable(hook):
+            hook()
+        return self._augment(observation, info), reward, terminated, truncated, info
+
+    # ---------------------------------------------------------------- helpers
+    def top_record(self, info: dict[str, Any]) -> Record | None:
+        """The first record the memory shows for the task in ``info`` that maps to an action."""
+        return top_record(self.memory, info.get("key", ""), info.get("context", ""), self._action_of)
+
+    def _action_of(self, value: str) -> int | None:
+        return action_of(self.env.unwrapped.to_action, value, self.n_actions)
+
+    def _augment(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        inner = dict(observation) if isinstance(self.env.observation_space, gym.spaces.Dict) else {"obs": observation}
+        view = memory_view(self.top_record(info), self._action_of, self.n_actions, self.count_cap)
+        return {**inner, **view}
+
+
+def memory_spaces(n_actions: int) -> dict[str, gym.spaces.Box]:
+    """The observation entries a memory's view adds (see :class:`MemoryObservation`)."""
+    unit = gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+    return {
+        "memory_value": gym.spaces.Box(0.0, 1.0, shape=(n_actions,), dtype=np.float32),
+        "memory_validity": unit,
+        "memory_support": unit,
+        "memory_conflict": unit,
+    }
+
+
+def action_of(to_action: Callable[[str], int], value: str, n_actions: int) -> int | None:
+    """The action that uses ``value``, or ``None`` when ``value`` is not one of the actions."""
+    try:
+        action = int(to_action(value))
+    except ValueError:
+        return None
+    return action if 0 <= action < n_actions else None
+
+
+def top_record(memory: Memory, key: str, context: str,
+               action_of_value: Callable[[str], int | None]) -> Record | None:
+    """The first record ``memory`` retrieves for ``key`` whose value maps to an action."""
+    if not key:
+        return None
+    for record in memory.retrieve(key, context):
+        if action_of_value(record.value) is not None:
+            return record
+    return None
+
+
+def scaled_count(count: int, count_cap: int) -> np.ndarray:
+    """``log1p(min(count, count_cap)) / log1p(count_cap)`` as a float32 array of shape ``(1,)``."""
+    return np.array([np.log1p(min(max(count, 0), count_cap)) / np.log1p(count_cap)], dtype=np.float32)
+
+
+def memory_view(record: Record | None, action_of_value: Callable[[str], int | None], n_actions: int,
+                count_cap: int) -> dict[str, np.ndarray]:
+    """The observation entries for ``record`` (all zeros when the memory shows nothing)."""
+    value = np.zeros(n_actions, dtype=np.float32)
+    if record is None:
+        return {"memory_value": value, "memory_validity": np.zeros(1, np.float32),
+                "memory_support": scaled_count(0, count_cap), "memory_conflict": scaled_count(0, count_cap)}
+    value[action_of_value(record.value)] = 1.0
+    return {"memory_value": value, "memory_validity": np.array([record.validity], dtype=np.float32),
+            "memory_support": scaled_count(record.support, count_cap),
+            "memory_conflict": scaled_count(record.conflict, count_cap)}
