@@ -26,7 +26,7 @@ Every transition is appended to :attr:`TEPA.audit_log`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from array import array
 
 from tepa_envs.core import (
     AuditEvent,
@@ -50,12 +50,12 @@ class Precedent:
     __slots__ = ("id", "key", "value", "support", "conflict", "state", "created",
                  "updated", "recent_bits", "recent_n")
 
-    def __init__(self, pid: int, key: str, value: str, support: int, conflict: int, t: int) -> None:
+    def __init__(self, pid: int, key: str, value: str, support: int, t: int) -> None:
         self.id = pid
         self.key = key
         self.value = value
         self.support = support
-        self.conflict = conflict
+        self.conflict = 0
         self.state = HYPOTHESIS
         self.created = t
         self.updated = t
@@ -63,8 +63,9 @@ class Precedent:
         self.recent_n = 0
 
     def push_outcome(self, success: bool, window: int) -> None:
-        self.recent_bits = ((self.recent_bits << 1) | int(success)) & ((1 << window) - 1)
-        self.recent_n = min(self.recent_n + 1, window)
+        self.recent_bits = ((self.recent_bits << 1) | success) & ((1 << window) - 1)
+        if self.recent_n < window:
+            self.recent_n += 1
 
     def recent_rate(self) -> float:
         return bin(self.recent_bits).count("1") / self.recent_n
@@ -75,10 +76,46 @@ class Precedent:
                       self.created, self.updated, q)
 
 
-@dataclass(slots=True)
-class _KeySlot:
-    live: dict[str, Precedent] = field(default_factory=dict)
-    candidates: dict[str, int] = field(default_factory=dict)  # value -> supports since its last failure
+_STATE_CODES: tuple[LifecycleState | None, ...] = (None, HYPOTHESIS, ACTIVE, REVOKED)
+_CODE_OF = {state: code for code, state in enumerate(_STATE_CODES)}
+
+
+class AuditLog:
+    """Append-only log of lifecycle transitions, stored as compact arrays.
+
+    Reasons are interned: a long stream repeats a handful of reason texts.
+    """
+
+    def __init__(self) -> None:
+        self._pid = array("q")
+        self._from = array("b")
+        self._to = array("b")
+        self._t = array("q")
+        self._reason = array("l")
+        self._reasons: list[str] = []
+        self._reason_index: dict[str, int] = {}
+
+    def append(self, pid: int, src: LifecycleState | None, dst: LifecycleState, t: int, reason: str) -> None:
+        index = self._reason_index.get(reason)
+        if index is None:
+            index = self._reason_index[reason] = len(self._reasons)
+            self._reasons.append(reason)
+        self._pid.append(pid)
+        self._from.append(_CODE_OF[src])
+        self._to.append(_CODE_OF[dst])
+        self._t.append(t)
+        self._reason.append(index)
+
+    def __len__(self) -> int:
+        return len(self._pid)
+
+    def events(self, precedents: list[Precedent]) -> tuple[AuditEvent, ...]:
+        out = []
+        for pid, src, dst, t, reason in zip(self._pid, self._from, self._to, self._t, self._reason):
+            p = precedents[pid]
+            out.append(AuditEvent(pid, p.key, p.value, _STATE_CODES[src], _STATE_CODES[dst],  # type: ignore[arg-type]
+                                  t, self._reasons[reason]))
+        return tuple(out)
 
 
 class TEPA(MemoryBase):
@@ -123,124 +160,128 @@ class TEPA(MemoryBase):
 
     # ----------------------------------------------------------------- protocol
     def _reset(self) -> None:
-        self._slots: dict[str, _KeySlot] = {}
+        self._live: dict[str, list[Precedent]] = {}
+        self._candidates: dict[str, dict[str, int]] = {}
+        self._by_id: list[Precedent] = []
         self._archive: list[Precedent] = []
-        self._audit: list[AuditEvent] = []
-        self._next_id = 0
+        self._audit = AuditLog()
 
     def _retrieve(self, key: str, context: str) -> list[Record]:
-        slot = self._slots.get(key)
-        if slot is None:
+        live = self._live.get(key)
+        if not live:
             return []
-        active = [p for p in slot.live.values() if p.state is ACTIVE]
-        if not active:
-            return []
-        records = [p.record(self.alpha, self.beta) for p in active]
-        records.sort(key=lambda r: (-r.score, -r.updated))
-        return records[: self.top_k]
+        alpha, beta = self.alpha, self.beta
+        records = [p.record(alpha, beta) for p in live if p.state is ACTIVE]
+        if len(records) > 1:
+            records.sort(key=lambda r: (-r.score, -r.updated))
+            del records[self.top_k:]
+        return records
 
     def _observe(self, evidence: Evidence) -> None:
-        slot = self._slots.get(evidence.key)
-        if slot is None:
-            slot = self._slots[evidence.key] = _KeySlot()
-        t, value = evidence.t, evidence.value
+        key, value, t = evidence.key, evidence.value, evidence.t
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = []
         if evidence.outcome is None:
-            self._observe_assertion(slot, evidence)
+            self._observe_assertion(live, key, value, t)
         elif evidence.outcome:
-            for other in list(slot.live.values()):
+            for other in live[:]:
                 if other.value != value:
                     other.conflict += 1
                     other.updated = t
-                    self._check_revocation(slot, other, t)
-            self._support(slot, evidence.key, value, t)
+                    self._check_revocation(live, other, t)
+            self._support(live, key, value, t, from_outcome=True)
         else:
-            precedent = slot.live.get(value)
+            precedent = _find(live, value)
             if precedent is not None:
                 precedent.conflict += 1
                 precedent.updated = t
                 precedent.push_outcome(False, self.n_rec)
-                self._check_revocation(slot, precedent, t)
+                self._check_revocation(live, precedent, t)
             else:
-                slot.candidates.pop(value, None)
+                self._drop_candidate(key, value)
 
     # ---------------------------------------------------------------- lifecycle
-    def _observe_assertion(self, slot: _KeySlot, evidence: Evidence) -> None:
-        t = evidence.t
-        for other in list(slot.live.values()):
-            if other.value != evidence.value:
+    def _observe_assertion(self, live: list[Precedent], key: str, value: str, t: int) -> None:
+        for other in live[:]:
+            if other.value != value:
                 other.conflict += 1
                 other.updated = t
                 if self.revocation:
-                    self._revoke(slot, other, t, f"superseded by assertion of {evidence.value!r}")
-        self._support(slot, evidence.key, evidence.value, t, from_outcome=False)
+                    self._revoke(live, other, t, f"superseded by assertion of {value!r}")
+        self._support(live, key, value, t, from_outcome=False)
 
-    def _support(self, slot: _KeySlot, key: str, value: str, t: int, from_outcome: bool = True) -> None:
-        precedent = slot.live.get(value)
+    def _support(self, live: list[Precedent], key: str, value: str, t: int, from_outcome: bool) -> None:
+        precedent = _find(live, value)
         if precedent is None:
-            supports = slot.candidates.get(value, 0) + 1
-            needed = self.theta_prop if slot.live else self.theta_prop_fresh
+            pending = self._candidates.get(key)
+            supports = (pending.get(value, 0) if pending else 0) + 1
+            needed = self.theta_prop if live else self.theta_prop_fresh
             if supports < needed:
-                slot.candidates[value] = supports
+                if pending is None:
+                    pending = self._candidates[key] = {}
+                pending[value] = supports
                 return
-            slot.candidates.pop(value, None)
-            precedent = self._propose(slot, key, value, supports, t)
+            self._drop_candidate(key, value)
+            precedent = self._propose(live, key, value, supports, t)
         else:
             precedent.support += 1
             precedent.updated = t
         if from_outcome:
             precedent.push_outcome(True, self.n_rec)
         if precedent.state is HYPOTHESIS:
-            self._consider_promotion(slot, precedent, t)
+            self._consider_promotion(live, precedent, t)
 
-    def _propose(self, slot: _KeySlot, key: str, value: str, support: int, t: int) -> Precedent:
-        precedent = Precedent(self._next_id, key, value, support, 0, t)
-        self._next_id += 1
-        slot.live[value] = precedent
-        self._log(precedent, None, HYPOTHESIS, t, f"proposed after {support} supports")
+    def _drop_candidate(self, key: str, value: str) -> None:
+        pending = self._candidates.get(key)
+        if pending is not None and pending.pop(value, None) is not None and not pending:
+            del self._candidates[key]
+
+    def _propose(self, live: list[Precedent], key: str, value: str, support: int, t: int) -> Precedent:
+        precedent = Precedent(len(self._by_id), key, value, support, t)
+        self._by_id.append(precedent)
+        live.append(precedent)
+        self._audit.append(precedent.id, None, HYPOTHESIS, t, f"proposed after {support} supports")
         return precedent
 
     def validity(self, precedent: Precedent) -> float:
         s, f = precedent.support, precedent.conflict
         return (s + self.alpha) / (s + f + self.alpha + self.beta)
 
-    def _consider_promotion(self, slot: _KeySlot, precedent: Precedent, t: int) -> None:
+    def _consider_promotion(self, live: list[Precedent], precedent: Precedent, t: int) -> None:
         q = self.validity(precedent)
         if q >= self.theta_pro:
             self._promote(precedent, t, f"posterior {q:.3f} >= theta_pro {self.theta_pro}")
 
     def _promote(self, precedent: Precedent, t: int, reason: str) -> None:
         precedent.state = ACTIVE
-        self._log(precedent, HYPOTHESIS, ACTIVE, t, reason)
+        self._audit.append(precedent.id, HYPOTHESIS, ACTIVE, t, reason)
 
-    def _check_revocation(self, slot: _KeySlot, precedent: Precedent, t: int) -> None:
+    def _check_revocation(self, live: list[Precedent], precedent: Precedent, t: int) -> None:
         if not self.revocation:
             return
         q = self.validity(precedent)
         observations = precedent.support + precedent.conflict
         if observations >= self.n_min and q < self.theta_rev:
-            self._revoke(slot, precedent, t,
+            self._revoke(live, precedent, t,
                          f"posterior {q:.3f} < theta_rev {self.theta_rev} after {observations} observations")
         elif precedent.recent_n >= self.n_rec and precedent.recent_rate() < self.theta_rec:
-            self._revoke(slot, precedent, t,
+            self._revoke(live, precedent, t,
                          f"recent success {precedent.recent_rate():.2f} < theta_rec {self.theta_rec} "
                          f"over last {precedent.recent_n} outcomes")
 
-    def _revoke(self, slot: _KeySlot, precedent: Precedent, t: int, reason: str) -> None:
+    def _revoke(self, live: list[Precedent], precedent: Precedent, t: int, reason: str) -> None:
         previous = precedent.state
         precedent.state = REVOKED
         precedent.updated = t
-        del slot.live[precedent.value]
+        live.remove(precedent)
         self._archive.append(precedent)
-        self._log(precedent, previous, REVOKED, t, reason)
-
-    def _log(self, precedent: Precedent, src: LifecycleState | None, dst: LifecycleState,
-             t: int, reason: str) -> None:
-        self._audit.append(AuditEvent(precedent.id, precedent.key, precedent.value, src, dst, t, reason))
+        self._audit.append(precedent.id, previous, REVOKED, t, reason)
 
     # ------------------------------------------------------------------- audit
     @property
     def audit_log(self) -> tuple[AuditEvent, ...]:
-        return tuple(self._audit)
+        return self._audit.events(self._by_id)
 
     @property
     def archive(self) -> tuple[Record, ...]:
@@ -248,22 +289,25 @@ class TEPA(MemoryBase):
 
     def precedents(self, key: str | None = None) -> list[Record]:
         """Every precedent (live and archived), optionally for one key, oldest first."""
-        live = [p for slot in self._slots.values() for p in slot.live.values()]
-        every = sorted(live + self._archive, key=lambda p: p.id)
-        return [p.record(self.alpha, self.beta) for p in every if key is None or p.key == key]
+        return [p.record(self.alpha, self.beta) for p in self._by_id if key is None or p.key == key]
 
     def states(self) -> dict[int, LifecycleState]:
         """Current state of every precedent by id."""
-        live = {p.id: p.state for slot in self._slots.values() for p in slot.live.values()}
-        live.update({p.id: p.state for p in self._archive})
-        return live
+        return {p.id: p.state for p in self._by_id}
 
     def explain(self, key: str) -> list[AuditEvent]:
         """The lifecycle events of every precedent of ``key``, in order."""
-        return [event for event in self._audit if event.key == key]
+        return [event for event in self.audit_log if event.key == key]
 
     def __len__(self) -> int:
-        return sum(len(slot.live) for slot in self._slots.values()) + len(self._archive)
+        return len(self._by_id)
+
+
+def _find(live: list[Precedent], value: str) -> Precedent | None:
+    for precedent in live:
+        if precedent.value == value:
+            return precedent
+    return None
 
 
 class TEPANoRev(TEPA):

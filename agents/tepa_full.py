@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tepa_envs.core import check_positive_int
 
-from .tepa import ACTIVE, TEPA, Precedent, _KeySlot
+from .tepa import ACTIVE, TEPA, Precedent
 from .trials import TrialGate
 
 
@@ -40,15 +40,15 @@ class TEPAFull(TEPA):
         self.gate.reset()
         self._trialed_at: dict[int, int] = {}
 
-    def _consider_promotion(self, slot: _KeySlot, precedent: Precedent, t: int) -> None:
+    def _consider_promotion(self, live: list[Precedent], precedent: Precedent, t: int) -> None:
         if self.trial is None:
-            super()._consider_promotion(slot, precedent, t)
+            super()._consider_promotion(live, precedent, t)
             return
         last = self._trialed_at.get(precedent.id)
         if last is not None and precedent.support - last < self.retry_after:
             return
         self._trialed_at[precedent.id] = precedent.support
-        incumbent = self._incumbent(slot, precedent)
+        incumbent = self._incumbent(live, precedent)
         result = self.gate.validate(self.trial, precedent.key, precedent.value,
                                     incumbent.value if incumbent else None,
                                     self._unrelated(precedent.key))
@@ -56,19 +56,16 @@ class TEPAFull(TEPA):
             return
         self._promote(precedent, t, f"passed {result.passes}/{result.run} trials")
         if incumbent is not None and result.incumbent_failed and self.revocation:
-            self._revoke(slot, incumbent, t, "counterfactual trial: incumbent no longer works")
+            self._revoke(live, incumbent, t, "counterfactual trial: incumbent no longer works")
 
     @staticmethod
-    def _incumbent(slot: _KeySlot, precedent: Precedent) -> Precedent | None:
-        active = [p for p in slot.live.values() if p.state is ACTIVE and p is not precedent]
+    def _incumbent(live: list[Precedent], precedent: Precedent) -> Precedent | None:
+        active = [p for p in live if p.state is ACTIVE and p is not precedent]
         return max(active, key=lambda p: (p.support, p.updated), default=None)
 
     def _unrelated(self, key: str) -> tuple[str, str] | None:
-        best: Precedent | None = None
-        for other_key, slot in self._slots.items():
-            if other_key == key:
-                continue
-            for p in slot.live.values():
-                if p.state is ACTIVE and (best is None or p.updated > best.updated):
-                    best = p
-        return (best.key, best.value) if best is not None else None
+        """The most recently created active precedent of another key."""
+        for p in reversed(self._by_id):
+            if p.key != key and p.state is ACTIVE:
+                return p.key, p.value
+        return None

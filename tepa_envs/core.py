@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 PHASE_NAMES: tuple[str, ...] = ("stable", "light_drift", "full_reversal", "partial_return")
 TRIAL_KINDS: tuple[str, ...] = ("support", "counterfactual", "contamination")
@@ -48,9 +48,12 @@ class Evidence:
         validate_evidence(self)
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """What a memory shows the agent for one key: a value and its standing."""
+class Record(NamedTuple):
+    """What a memory shows the agent for one key: a value and its standing.
+
+    An immutable snapshot (a named tuple, cheap to build on every retrieval);
+    ``score`` is the memory's own ranking score (TEPA: the posterior validity).
+    """
 
     key: str
     value: str
@@ -67,8 +70,7 @@ class Record:
         return (self.support + 1.0) / (self.support + self.conflict + 2.0)
 
 
-@dataclass(frozen=True, slots=True)
-class AuditEvent:
+class AuditEvent(NamedTuple):
     """One lifecycle transition of a precedent, kept in an append-only log."""
 
     precedent_id: int
