@@ -1,6 +1,6 @@
 """Train Stable-Baselines3 PPO on TEPA/RegimeDrift-v0 with and without a memory.
 
-    python examples/ppo_regime_drift.py --timesteps 50000
+    python examples/ppo_regime_drift.py --timesteps 60000
 
 Three policies are trained from the same seed with the same PPO settings:
 
@@ -70,7 +70,7 @@ def evaluate(model: PPO, memory: str | None, seeds: Sequence[int]) -> np.ndarray
 
 def main(argv: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     parser = argparse.ArgumentParser(description="PPO on RegimeDrift-v0 with and without memory")
-    parser.add_argument("--timesteps", type=int, default=50_000, help="training steps per policy")
+    parser.add_argument("--timesteps", type=int, default=60_000, help="training steps per policy")
     parser.add_argument("--eval-episodes", type=int, default=20, help="held-out evaluation episodes")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

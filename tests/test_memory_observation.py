@@ -8,6 +8,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
@@ -118,6 +119,8 @@ def test_wrapper_pickles_and_records_its_arguments():
         for name in a[0]:
             np.testing.assert_array_equal(a[0][name], b[0][name])
     assert env.spec.additional_wrappers[-1].kwargs == {"memory": "tepa", "memory_kwargs": None, "count_cap": 50}
+    remade = gym.make(EnvSpec.from_json(env.spec.to_json()))
+    assert isinstance(remade, MemoryObservation) and remade.count_cap == 50
 
 
 def test_works_under_async_vector_env_with_shared_memory():

@@ -155,3 +155,21 @@ def test_bad_arguments_and_actions_are_refused():
         env.step({"agent_0": 0, "agent_1": 7, "agent_2": 0})
     _, _, _, _, infos = env.step({"agent_0": 0, "agent_1": 1, "agent_2": 2})
     assert infos["agent_0"]["t"] == 1
+
+
+def _aec_rollout(seed: int):
+    aec = shared_drift_v0.env(memory="tepa", unreliable_agent=1, **SHORT)
+    aec.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    trace = []
+    for agent in aec.agent_iter():
+        observation, reward, terminated, truncated, info = aec.last()
+        trace.append((agent, observation, reward, terminated, truncated, info))
+        aec.step(None if terminated or truncated else int(rng.integers(3)))
+    return trace
+
+
+def test_aec_multi_step_determinism():
+    reference = _aec_rollout(seed=2)
+    assert len(reference) == 3 * 24 + 3
+    _assert_same(reference, _aec_rollout(seed=2), "aec")
