@@ -27,6 +27,7 @@ Every transition is appended to :attr:`TEPA.audit_log`.
 from __future__ import annotations
 
 from array import array
+from functools import lru_cache
 
 from tepa_envs.core import (
     AuditEvent,
@@ -81,17 +82,14 @@ _CODE_OF = {state: code for code, state in enumerate(_STATE_CODES)}
 
 
 class AuditLog:
-    """Append-only log of lifecycle transitions, stored as compact arrays.
+    """Append-only log of lifecycle transitions, stored as one compact int array.
 
-    Reasons are interned: a long stream repeats a handful of reason texts.
+    Each event is three integers: precedent id, time, and its states and reason
+    packed together. Reasons are interned: a long stream repeats a handful of texts.
     """
 
     def __init__(self) -> None:
-        self._pid = array("q")
-        self._from = array("b")
-        self._to = array("b")
-        self._t = array("q")
-        self._reason = array("l")
+        self._data = array("q")
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
 
@@ -100,21 +98,19 @@ class AuditLog:
         if index is None:
             index = self._reason_index[reason] = len(self._reasons)
             self._reasons.append(reason)
-        self._pid.append(pid)
-        self._from.append(_CODE_OF[src])
-        self._to.append(_CODE_OF[dst])
-        self._t.append(t)
-        self._reason.append(index)
+        self._data.extend((pid, t, (index << 4) | (_CODE_OF[src] << 2) | _CODE_OF[dst]))
 
     def __len__(self) -> int:
-        return len(self._pid)
+        return len(self._data) // 3
 
     def events(self, precedents: list[Precedent]) -> tuple[AuditEvent, ...]:
+        data = self._data
         out = []
-        for pid, src, dst, t, reason in zip(self._pid, self._from, self._to, self._t, self._reason):
+        for i in range(0, len(data), 3):
+            pid, t, packed = data[i], data[i + 1], data[i + 2]
             p = precedents[pid]
-            out.append(AuditEvent(pid, p.key, p.value, _STATE_CODES[src], _STATE_CODES[dst],  # type: ignore[arg-type]
-                                  t, self._reasons[reason]))
+            out.append(AuditEvent(pid, p.key, p.value, _STATE_CODES[(packed >> 2) & 3],
+                                  _STATE_CODES[packed & 3], t, self._reasons[packed >> 4]))  # type: ignore[arg-type]
         return tuple(out)
 
 
@@ -241,7 +237,7 @@ class TEPA(MemoryBase):
         precedent = Precedent(len(self._by_id), key, value, support, t)
         self._by_id.append(precedent)
         live.append(precedent)
-        self._audit.append(precedent.id, None, HYPOTHESIS, t, f"proposed after {support} supports")
+        self._audit.append(precedent.id, None, HYPOTHESIS, t, _proposal_reason(support))
         return precedent
 
     def validity(self, precedent: Precedent) -> float:
@@ -251,7 +247,7 @@ class TEPA(MemoryBase):
     def _consider_promotion(self, live: list[Precedent], precedent: Precedent, t: int) -> None:
         q = self.validity(precedent)
         if q >= self.theta_pro:
-            self._promote(precedent, t, f"posterior {q:.3f} >= theta_pro {self.theta_pro}")
+            self._promote(precedent, t, _promotion_reason(round(q, 3), self.theta_pro))
 
     def _promote(self, precedent: Precedent, t: int, reason: str) -> None:
         precedent.state = ACTIVE
@@ -301,6 +297,16 @@ class TEPA(MemoryBase):
 
     def __len__(self) -> int:
         return len(self._by_id)
+
+
+@lru_cache(maxsize=256)
+def _proposal_reason(support: int) -> str:
+    return f"proposed after {support} supports"
+
+
+@lru_cache(maxsize=1024)
+def _promotion_reason(q: float, theta_pro: float) -> str:
+    return f"posterior {q:.3f} >= theta_pro {theta_pro}"
 
 
 def _find(live: list[Precedent], value: str) -> Precedent | None:
