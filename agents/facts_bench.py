@@ -21,6 +21,7 @@ from tepa_envs.fact_consolidation import FactConsolidationEnv
 from tepa_envs.fact_data import LENGTHS, SPLITS, check_length, check_seed, check_split
 
 from .agent import MemoryAgent
+from .protocol import Memory
 from .registry import METHOD_NAMES, make_memory
 
 DEFAULT_METHODS: tuple[str, ...] = ("tepa", "lww", "tepa-norev", "append-only", "temporal-recency")
@@ -35,14 +36,16 @@ PAPER_FACTS: dict[tuple[str, str], dict[str, float]] = {
 }
 
 
-def score_method(env: gym.Env, method: str, seed: int) -> tuple[float, int]:
-    """Mean substring exact match of ``method`` over one episode, and the number of questions.
+def score_method(env: gym.Env, method: str | Memory, seed: int) -> tuple[float, int]:
+    """Mean substring exact match of ``method`` (a name, import path or memory
+    object) over one episode, and the number of questions.
 
     Memorize steps ignore their action, so the agent is asked to act only on
     question steps; it learns from every step.
     """
     base = env.unwrapped
-    kwargs = base.memory_kwargs.get(method, {}) if method in METHOD_NAMES else {}
+    named = isinstance(method, str) and method in METHOD_NAMES
+    kwargs = getattr(base, "memory_kwargs", {}).get(method, {}) if named else {}
     agent = MemoryAgent(make_memory(method, **kwargs))
     _, info = env.reset(seed=seed)
     agent.reset(env, seed)

@@ -44,35 +44,45 @@ class EpisodeData:
         return sum(e is None for e in self.evidence)
 
 
-def prepare_record(record: dict[str, Any]) -> EpisodeData:
-    """Parse a validated record: facts to evidence, questions to keys and chains."""
-    facts = sorted(parse_context(record["context"]), key=lambda f: f[0])
+ParsedFacts = tuple[tuple[tuple[int, str], ...], tuple[Evidence | None, ...], frozenset[str]]
+
+
+def parse_facts(context: str) -> ParsedFacts:
+    """The context's facts in serial order, their evidence, and the keys they state."""
+    facts = tuple(sorted(parse_context(context), key=lambda f: f[0]))
     evidence: list[Evidence | None] = []
-    known_keys: set[str] = set()
     for serial, text in facts:
         parsed = parse_fact(text)
-        if parsed is None:
-            evidence.append(None)
-            continue
-        known_keys.add(parsed[0])
-        evidence.append(Evidence(parsed[0], parsed[1], serial, None, "fact"))
+        evidence.append(None if parsed is None else Evidence(parsed[0], parsed[1], serial, None, "fact"))
+    return facts, tuple(evidence), frozenset(e.key for e in evidence if e is not None)
+
+
+def prepare_record(record: dict[str, Any], parsed: ParsedFacts | None = None) -> EpisodeData:
+    """Parse a validated record: facts to evidence, questions to keys and chains.
+
+    ``parsed`` is :func:`parse_facts` of the record's context when already known.
+    """
+    facts, evidence, known_keys = parse_facts(record["context"]) if parsed is None else parsed
     ids = record["metadata"].get("qa_pair_ids") or [
         f"{record['metadata'].get('source', 'factconsolidation')}_no{i}" for i in range(len(record["questions"]))]
     questions = []
     for text, answers, qid in zip(record["questions"], record["answers"], ids):
         reading = next((r for r in parse_questions(text) if r[0] in known_keys), ("", []))
         questions.append(Question(text, tuple(answers), reading[0], tuple(reading[1]), qid))
-    return EpisodeData(tuple(facts), tuple(evidence), tuple(questions), str(record["metadata"].get("source", "")))
+    return EpisodeData(facts, evidence, tuple(questions), str(record["metadata"].get("source", "")))
 
 
 @lru_cache(maxsize=4)
 def generated_episode(length: str, seed: int, split: str) -> EpisodeData:
-    return prepare_record(_generated_records(length, seed)[split])
+    """The generated record of one split, parsed (cached; both splits share one parse)."""
+    records, parsed = _generated(length, seed)
+    return prepare_record(records[split], parsed)
 
 
 @lru_cache(maxsize=2)
-def _generated_records(length: str, seed: int) -> dict[str, dict]:
-    return generate_records(length, seed)
+def _generated(length: str, seed: int) -> tuple[dict[str, dict], ParsedFacts]:
+    records = generate_records(length, seed)
+    return records, parse_facts(records["sh"]["context"])
 
 
 class FactConsolidationEnv(gym.Env):
