@@ -9,6 +9,7 @@ differences is the unit that is resampled (bootstrap) or sign-flipped
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -36,9 +37,7 @@ def bootstrap_ci(per_seed: Sequence[float] | np.ndarray, *, n_boot: int = 5000,
     values = _check_matrix("per_seed", np.asarray(per_seed))
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(n_boot, values.size))
-    means = values[idx].mean(axis=1)
+    means = _resample_counts(values.size, n_boot, seed) @ values / values.size
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return Estimate(float(values.mean()), float(low), float(high))
@@ -57,14 +56,9 @@ def paired_permutation_test(per_seed_diff: Sequence[float] | np.ndarray, *, n_pe
         raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
     observed = diffs.mean()
     n = diffs.size
-    if n <= 16:
-        signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
-        exact = True
-    else:
-        rng = np.random.default_rng(seed)
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(n_perm, n))
-        exact = False
-    null = (signs * diffs).mean(axis=1)
+    exact = n <= 16
+    signs = _sign_matrix(n, n_perm, seed)
+    null = signs @ diffs / n
     tolerance = 1e-12
     if alternative == "greater":
         hits = np.count_nonzero(null >= observed - tolerance)
@@ -75,6 +69,27 @@ def paired_permutation_test(per_seed_diff: Sequence[float] | np.ndarray, *, n_pe
     if exact:
         return float(hits / len(null))
     return float((hits + 1) / (len(null) + 1))
+
+
+@lru_cache(maxsize=16)
+def _resample_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """How often each seed is drawn in each bootstrap resample (shared across calls, read-only)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    counts = np.zeros((n_boot, n))
+    np.add.at(counts, (np.repeat(np.arange(n_boot), n), idx.ravel()), 1.0)
+    counts.setflags(write=False)
+    return counts
+
+
+@lru_cache(maxsize=16)
+def _sign_matrix(n: int, n_perm: int, seed: int) -> np.ndarray:
+    """Every sign pattern for small n, else ``n_perm`` random ones (shared across tests, read-only)."""
+    if n <= 16:
+        signs = (1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)).astype(np.float64)
+    else:
+        signs = np.random.default_rng(seed).choice(np.array([-1.0, 1.0]), size=(n_perm, n))
+    signs.setflags(write=False)
+    return signs
 
 
 def holm_bonferroni(p_values: Sequence[float]) -> np.ndarray:
