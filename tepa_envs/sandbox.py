@@ -1,0 +1,476 @@
+"""A contained directory with the file tools a language agent calls.
+
+Every path argument is untrusted. Paths are relative, made of plain names
+(ASCII letters, digits, ``_``, ``-``, ``.`` and inner spaces; no leading dot),
+and every operation walks them component by component from a directory file
+descriptor of the sandbox root with ``O_NOFOLLOW``, so a symlink anywhere on a
+path, even one swapped in between a check and its use, is never followed.
+Symlinks, hard links (``st_nlink > 1``), FIFOs, sockets and device files are
+refused; writes go to a temporary file that is renamed over its target, so a
+write never goes through a link and a failed write leaves nothing behind.
+POSIX only (needs ``dir_fd`` support).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+import shutil
+import stat as stat_module
+import tempfile
+import weakref
+from dataclasses import dataclass
+from typing import Union
+
+from .core import check_positive_int
+
+PathArg = Union[str, "os.PathLike[str]"]
+
+_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._ -]*[A-Za-z0-9._-])?")
+_TMP_PREFIX = ".tmp-"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+MAX_COMPONENT_CHARS = 255
+MAX_PATH_CHARS = 1024
+MAX_DEPTH = 32
+
+
+class SandboxError(ValueError):
+    """A path or operation the sandbox refuses; names the path and the reason."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"sandbox refused {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """What :meth:`Sandbox.stat` reports: ``kind`` is ``"file"`` or ``"dir"``."""
+
+    path: str
+    kind: str
+    size: int
+    mtime_ns: int
+
+
+def _remove_tree(root: str, root_fd: int) -> None:
+    """Finalizer: close the root descriptor and delete the directory (never follows links)."""
+    try:
+        os.close(root_fd)
+    except OSError:
+        pass
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _kind_refusal(mode: int, nlink: int, *, allow_dir: bool) -> str | None:
+    """Why an entry of this mode may not be used, or ``None`` when it may."""
+    if stat_module.S_ISLNK(mode):
+        return "symbolic links are not followed"
+    if stat_module.S_ISDIR(mode):
+        return None if allow_dir else "is a directory"
+    if stat_module.S_ISFIFO(mode):
+        return "FIFOs are not allowed"
+    if stat_module.S_ISSOCK(mode):
+        return "sockets are not allowed"
+    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
+        return "device files are not allowed"
+    if not stat_module.S_ISREG(mode):
+        return "not a regular file"
+    if nlink != 1:
+        return f"hard-linked files are not allowed ({nlink} links)"
+    return None
+
+
+class Sandbox:
+    """One private temporary directory with ``read``/``write``/``list``/``move``/``delete``/``stat``.
+
+    The directory is created by :meth:`reset` and removed by :meth:`close`, when
+    the object is garbage-collected, or when the interpreter exits.
+
+    Args:
+        max_file_bytes: largest file that may be written or read (default 1 MiB).
+        max_total_bytes: bytes all files written through the sandbox may hold (default 64 MiB).
+        max_files: files plus directories the sandbox may hold (default 4096).
+        parent_dir: where the temporary directory is made (default: the system's).
+    """
+
+    def __init__(self, *, max_file_bytes: int = 1 << 20, max_total_bytes: int = 64 << 20,
+                 max_files: int = 4096, parent_dir: str | None = None) -> None:
+        if not {os.open, os.stat, os.rename, os.unlink, os.mkdir, os.rmdir} <= os.supports_dir_fd:
+            raise RuntimeError("Sandbox needs dir_fd support for os.open/stat/rename/unlink (POSIX)")
+        self.max_file_bytes = check_positive_int("max_file_bytes", max_file_bytes)
+        self.max_total_bytes = check_positive_int("max_total_bytes", max_total_bytes)
+        self.max_files = check_positive_int("max_files", max_files)
+        if parent_dir is not None and not os.path.isdir(parent_dir):
+            raise ValueError(f"parent_dir must be an existing directory, got {parent_dir!r}")
+        self.parent_dir = parent_dir
+        self._root: str | None = None
+        self._root_fd = -1
+        self._finalizer: weakref.finalize | None = None
+        self._sizes: dict[tuple[str, ...], int] = {}
+        self._dirs: set[tuple[str, ...]] = set()
+        self._total = 0
+
+    # ------------------------------------------------------------ lifecycle
+    def reset(self) -> None:
+        """Start over in a fresh, empty private directory (the old one is removed)."""
+        self.close()
+        root = tempfile.mkdtemp(prefix="tepa-sandbox-", dir=self.parent_dir)
+        try:
+            root_fd = os.open(root, _DIR_FLAGS)
+        except OSError:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        self._root, self._root_fd = root, root_fd
+        self._finalizer = weakref.finalize(self, _remove_tree, root, root_fd)
+        self._sizes.clear()
+        self._dirs.clear()
+        self._total = 0
+
+    def close(self) -> None:
+        """Remove the directory and everything in it. Safe to call twice."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._finalizer = None
+        self._root, self._root_fd = None, -1
+        self._sizes.clear()
+        self._dirs.clear()
+        self._total = 0
+
+    @property
+    def closed(self) -> bool:
+        return self._root is None
+
+    @property
+    def root(self) -> str:
+        """Absolute path of the directory, for inspection only."""
+        if self._root is None:
+            raise RuntimeError("the sandbox is closed; call reset() first")
+        return self._root
+
+    @property
+    def bytes_used(self) -> int:
+        return self._total
+
+    @property
+    def files_used(self) -> int:
+        return len(self._sizes) + len(self._dirs)
+
+    # ---------------------------------------------------------------- tools
+    def write(self, path: PathArg, data: str | bytes) -> int:
+        """Create or replace a regular file (parents are created); returns bytes written."""
+        parts = self._parts(path)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        elif isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        elif not isinstance(data, bytes):
+            raise TypeError(f"data must be str or bytes, got {type(data).__name__}")
+        if len(data) > self.max_file_bytes:
+            raise SandboxError(path, f"{len(data)} bytes exceed the per-file quota of {self.max_file_bytes}")
+        fd, depth = self._walk_existing(path, parts)
+        created: list[tuple[str, ...]] = []
+        try:
+            if depth == len(parts) - 1:
+                info = self._lstat(fd, parts[-1])
+                reason = info and _kind_refusal(info.st_mode, info.st_nlink, allow_dir=False)
+                if reason:
+                    raise SandboxError(path, reason)
+            old = self._sizes.get(parts)
+            new_entries = (len(parts) - 1 - depth) + (old is None)
+            if self.files_used + new_entries > self.max_files:
+                raise SandboxError(path, f"would exceed the quota of {self.max_files} files")
+            total = self._total - (old or 0) + len(data)
+            if total > self.max_total_bytes:
+                raise SandboxError(path, f"would use {total} bytes, over the total quota of {self.max_total_bytes}")
+            for i in range(depth, len(parts) - 1):
+                try:
+                    os.mkdir(parts[i], 0o700, dir_fd=fd)
+                    created.append(parts[: i + 1])
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    raise self._os_refusal(path, exc) from None
+                next_fd = self._open_component(path, fd, parts[i])
+                os.close(fd)
+                fd = next_fd
+            self._atomic_write(path, fd, parts[-1], data)
+        except BaseException:
+            os.close(fd)
+            self._remove_dirs(created)
+            raise
+        os.close(fd)
+        self._dirs.update(created)
+        self._sizes[parts] = len(data)
+        self._total = total
+        return len(data)
+
+    def read_bytes(self, path: PathArg) -> bytes:
+        """The content of a regular file."""
+        parts = self._parts(path)
+        parent_fd = self._open_parent(path, parts)
+        try:
+            self._check_entry(path, parent_fd, parts[-1], allow_dir=False)
+            try:
+                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             dir_fd=parent_fd)
+            except OSError as exc:
+                raise self._os_refusal(path, exc) from None
+        finally:
+            os.close(parent_fd)
+        try:
+            info = os.fstat(fd)
+            reason = _kind_refusal(info.st_mode, info.st_nlink, allow_dir=False)
+            if reason:
+                raise SandboxError(path, reason)
+            if info.st_size > self.max_file_bytes:
+                raise SandboxError(path, f"{info.st_size} bytes exceed the per-file quota of {self.max_file_bytes}")
+            data = os.read(fd, info.st_size + 1)
+            while len(data) > info.st_size and len(data) <= self.max_file_bytes:
+                chunk = os.read(fd, self.max_file_bytes + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        if len(data) > self.max_file_bytes:
+            raise SandboxError(path, f"file grew beyond the per-file quota of {self.max_file_bytes}")
+        return data
+
+    def read(self, path: PathArg) -> str:
+        """The content of a regular file as UTF-8 text."""
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SandboxError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+    def list(self, path: PathArg = ".") -> list[str]:
+        """Sorted names in a directory; directories end with ``/``."""
+        fd = self._open_dir(path)
+        try:
+            with os.scandir(fd) as entries:
+                names = [e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+                         for e in entries if not e.name.startswith(_TMP_PREFIX)]
+        finally:
+            os.close(fd)
+        return sorted(names)
+
+    def stat(self, path: PathArg) -> FileInfo:
+        """Kind, size and modification time of a regular file or directory."""
+        parts = self._parts(path, allow_root=True)
+        if not parts:
+            info = os.fstat(self._require_open(path))
+            return FileInfo(".", "dir", info.st_size, info.st_mtime_ns)
+        parent_fd = self._open_parent(path, parts)
+        try:
+            info = self._check_entry(path, parent_fd, parts[-1], allow_dir=True)
+        finally:
+            os.close(parent_fd)
+        kind = "dir" if stat_module.S_ISDIR(info.st_mode) else "file"
+        return FileInfo("/".join(parts), kind, info.st_size, info.st_mtime_ns)
+
+    def move(self, source: PathArg, destination: PathArg) -> None:
+        """Rename a file or directory inside the sandbox; the destination must not exist."""
+        src, dst = self._parts(source), self._parts(destination)
+        if dst[: len(src)] == src:
+            raise SandboxError(destination, f"cannot move {'/'.join(src)!r} into itself")
+        src_fd = self._open_parent(source, src)
+        try:
+            dst_fd = self._open_parent(destination, dst)
+            try:
+                self._check_entry(source, src_fd, src[-1], allow_dir=True)
+                if self._lstat(dst_fd, dst[-1]) is not None:
+                    raise SandboxError(destination, "destination exists")
+                try:
+                    os.rename(src[-1], dst[-1], src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+                except OSError as exc:
+                    raise self._os_refusal(source, exc) from None
+            finally:
+                os.close(dst_fd)
+        finally:
+            os.close(src_fd)
+        self._rekey(src, dst)
+
+    def delete(self, path: PathArg) -> None:
+        """Remove a regular file or an empty directory."""
+        parts = self._parts(path)
+        parent_fd = self._open_parent(path, parts)
+        try:
+            info = self._check_entry(path, parent_fd, parts[-1], allow_dir=True)
+            try:
+                if stat_module.S_ISDIR(info.st_mode):
+                    os.rmdir(parts[-1], dir_fd=parent_fd)
+                else:
+                    os.unlink(parts[-1], dir_fd=parent_fd)
+            except OSError as exc:
+                raise self._os_refusal(path, exc) from None
+        finally:
+            os.close(parent_fd)
+        self._total -= self._sizes.pop(parts, 0)
+        self._dirs.discard(parts)
+
+    # ------------------------------------------------------------- checking
+    def _parts(self, path: object, *, allow_root: bool = False) -> tuple[str, ...]:
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
+        if not isinstance(path, str):
+            raise TypeError(f"a sandbox path must be a str, got {type(path).__name__}")
+        if "\x00" in path:
+            raise SandboxError(path, "contains a NUL byte")
+        if path == "." and allow_root:
+            return ()
+        if not path:
+            raise SandboxError(path, "empty path")
+        if len(path) > MAX_PATH_CHARS:
+            raise SandboxError(path, f"longer than {MAX_PATH_CHARS} characters")
+        if path.startswith("/"):
+            raise SandboxError(path, "absolute paths are not allowed")
+        if "\\" in path:
+            raise SandboxError(path, "backslashes are not allowed")
+        parts = tuple(path.split("/"))
+        if len(parts) > MAX_DEPTH:
+            raise SandboxError(path, f"deeper than {MAX_DEPTH} levels")
+        for part in parts:
+            if part == "..":
+                raise SandboxError(path, "'..' would leave the sandbox")
+            if part == ".":
+                raise SandboxError(path, "'.' components are not allowed")
+            if not part:
+                raise SandboxError(path, "empty path component")
+            if len(part) > MAX_COMPONENT_CHARS:
+                raise SandboxError(path, f"a component is longer than {MAX_COMPONENT_CHARS} characters")
+            if not _NAME.fullmatch(part):
+                raise SandboxError(path, f"component {part!r} is not a plain name "
+                                         "(letters, digits, '_', '-', '.', inner spaces; no leading dot)")
+        return parts
+
+    def _require_open(self, path: object) -> int:
+        if self._root is None:
+            raise RuntimeError("the sandbox is closed; call reset() first")
+        return self._root_fd
+
+    def _lstat(self, dir_fd: int, name: str) -> os.stat_result | None:
+        try:
+            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def _check_entry(self, path: object, dir_fd: int, name: str, *, allow_dir: bool) -> os.stat_result:
+        info = self._lstat(dir_fd, name)
+        if info is None:
+            raise SandboxError(path, "no such file or directory")
+        reason = _kind_refusal(info.st_mode, info.st_nlink, allow_dir=allow_dir)
+        if reason:
+            raise SandboxError(path, reason)
+        return info
+
+    def _os_refusal(self, path: object, exc: OSError) -> SandboxError:
+        if exc.errno == errno.ELOOP:
+            return SandboxError(path, "symbolic links are not followed")
+        if exc.errno == errno.ENOTDIR:
+            return SandboxError(path, "a path component is not a directory (or is a link)")
+        return SandboxError(path, os.strerror(exc.errno or 0) or str(exc))
+
+    # -------------------------------------------------------------- walking
+    def _open_dir(self, path: object) -> int:
+        parts = self._parts(path, allow_root=True)
+        root_fd = self._require_open(path)
+        if not parts:
+            return os.dup(root_fd)
+        parent_fd = self._open_parent(path, parts)
+        try:
+            return self._open_component(path, parent_fd, parts[-1])
+        finally:
+            os.close(parent_fd)
+
+    def _open_component(self, path: object, dir_fd: int, name: str) -> int:
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise SandboxError(path, f"no such directory {name!r}") from None
+        except OSError as exc:
+            raise self._component_refusal(path, dir_fd, name, exc) from None
+
+    def _component_refusal(self, path: object, dir_fd: int, name: str, exc: OSError) -> SandboxError:
+        """Name why directory component ``name`` could not be entered."""
+        info = self._lstat(dir_fd, name) if exc.errno in (errno.ENOTDIR, errno.ELOOP) else None
+        if info is not None:
+            reason = _kind_refusal(info.st_mode, info.st_nlink, allow_dir=True)
+            return SandboxError(path, f"{name!r}: {reason or 'not a directory'}")
+        return self._os_refusal(path, exc)
+
+    def _walk_existing(self, path: object, parts: tuple[str, ...]) -> tuple[int, int]:
+        """Open the directories of ``parts[:-1]`` one by one without following links.
+        Returns a descriptor of the deepest existing one and how many were opened."""
+        fd = os.dup(self._require_open(path))
+        try:
+            for depth, name in enumerate(parts[:-1]):
+                try:
+                    next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    return fd, depth
+                except OSError as exc:
+                    raise self._component_refusal(path, fd, name, exc) from None
+                os.close(fd)
+                fd = next_fd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, len(parts) - 1
+
+    def _open_parent(self, path: object, parts: tuple[str, ...]) -> int:
+        """A descriptor of the existing directory holding ``parts[-1]``."""
+        fd, depth = self._walk_existing(path, parts)
+        if depth < len(parts) - 1:
+            os.close(fd)
+            raise SandboxError(path, f"no such directory {parts[depth]!r}")
+        return fd
+
+    # -------------------------------------------------------------- writing
+    def _atomic_write(self, path: object, parent_fd: int, name: str, data: bytes) -> None:
+        tmp = f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600, dir_fd=parent_fd)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            # rename() replaces the directory entry itself: a link swapped in at
+            # ``name`` is replaced, never written through.
+            os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        except BaseException as exc:
+            try:
+                os.unlink(tmp, dir_fd=parent_fd)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise self._os_refusal(path, exc) from None
+            raise
+
+    def _remove_dirs(self, created: list[tuple[str, ...]]) -> None:
+        for parts in reversed(created):
+            try:
+                parent_fd = self._open_parent(parts, parts)
+            except (SandboxError, OSError):
+                continue
+            try:
+                os.rmdir(parts[-1], dir_fd=parent_fd)
+            except OSError:
+                pass
+            finally:
+                os.close(parent_fd)
+
+    def _rekey(self, src: tuple[str, ...], dst: tuple[str, ...]) -> None:
+        n = len(src)
+        self._sizes = {(dst + k[n:] if k[:n] == src else k): v for k, v in self._sizes.items()}
+        self._dirs = {dst + k[n:] if k[:n] == src else k for k in self._dirs}
+
+    def __repr__(self) -> str:
+        state = "closed" if self._root is None else f"{self.files_used} entries, {self.bytes_used} bytes"
+        return f"Sandbox({state})"
