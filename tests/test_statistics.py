@@ -35,7 +35,8 @@ def test_bootstrap_ci_brackets_the_mean_and_is_deterministic():
     values = np.linspace(0, 1, 50)
     first, second = bootstrap_ci(values), bootstrap_ci(values)
     assert first == second
-    assert first.ci_low < first.mean == pytest.approx(0.5) < first.ci_high
+    assert first.mean == pytest.approx(0.5)
+    assert first.ci_low < first.mean < first.ci_high
 
 
 def test_mpi_sign_convention():
