@@ -53,6 +53,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
       (TEPA revokes on two failures among a precedent's last three outcomes; a
       gap of 6 keeps two noisy reports out of one such window unless the agent
       strays from its remembered value in four of the five sessions between.)
+      At the defaults about 4% of sessions are noisy (5% drawn, minus the
+      draws that fall inside a key's gap).
     * **Similar contexts.** Texts of different profiles share every word but the
       profile's name, so a similarity-based retriever can surface a stale profile.
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents import EvidenceReader, LifecycleState, MemoryAgent, TEPAFull, run_episode
-from tepa_envs.core import TRIAL_KINDS
+from tepa_envs.agents import EvidenceReader, LifecycleState, MemoryAgent, SemanticRetrieval, run_episode
+from tepa_envs.core import TRIAL_KINDS, Evidence
 from tepa_envs.preference_stream import PreferenceStreamEnv
 from tepa_envs.preference_users import SLOT_VALUES, parse_statement, session_text
 
@@ -59,6 +64,34 @@ def test_same_seed_same_stream_different_seed_different_user():
     assert [info["context"] for *_, info in other] != [info["context"] for *_, info in first]
 
 
+_DIGEST_SCRIPT = """
+import hashlib
+from tepa_envs.preference_stream import PreferenceStreamEnv
+env = PreferenceStreamEnv(noise_rate=0.2)
+observation, info = env.reset(seed=13)
+parts = [repr(observation.tolist()), repr(info)]
+for t in range(160):
+    observation, reward, terminated, _, info = env.step((t * 7) % env.action_space.n)
+    parts += [repr(observation.tolist()), repr(reward), repr(info)]
+print(hashlib.sha256("".join(parts).encode()).hexdigest())
+"""
+
+
+def test_same_seed_same_stream_in_another_process():
+    digests = set()
+    for hash_seed in ("1", "2"):
+        result = subprocess.run([sys.executable, "-c", _DIGEST_SCRIPT], capture_output=True, text=True,
+                                env={**os.environ, "PYTHONHASHSEED": hash_seed}, check=True)
+        digests.add(result.stdout.strip())
+    env = PreferenceStreamEnv(noise_rate=0.2)
+    observation, info = env.reset(seed=13)
+    parts = [repr(observation.tolist()), repr(info)]
+    for t in range(160):
+        observation, reward, terminated, _, info = env.step((t * 7) % env.action_space.n)
+        parts += [repr(observation.tolist()), repr(reward), repr(info)]
+    assert digests == {hashlib.sha256("".join(parts).encode()).hexdigest()}
+
+
 def test_reward_is_the_true_outcome_and_evidence_reports_it_except_on_noise():
     env = PreferenceStreamEnv(noise_rate=0.2)
     _, info = env.reset(seed=3)
@@ -88,6 +121,17 @@ def test_transient_noise_is_one_off_per_key():
         for sessions in positions.values():
             flags = [i for i, t in enumerate(sessions) if t in noisy]
             assert all(b - a >= 6 for a, b in zip(flags, flags[1:]))
+
+
+def test_default_noise_and_statement_rates():
+    env = PreferenceStreamEnv()
+    noisy, stated = [], []
+    for seed in range(30):
+        env.reset(seed=seed)
+        noisy.append(env.world.noisy.mean())
+        stated.append(env.world.stated.mean())
+    assert 0.03 < np.mean(noisy) < 0.05
+    assert 0.82 < np.mean(stated) < 0.88
 
 
 def test_stated_value_is_parsed_from_the_text_and_is_the_current_preference():
@@ -218,3 +262,13 @@ def test_bad_calls_are_refused():
         env.stated_value("tone@work", None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         env.step(env.action_space.n)
+
+
+def test_similarity_retriever_surfaces_another_profiles_preference():
+    memory = SemanticRetrieval()
+    memory.retrieve("tone@work", session_text(3, "tone@work", 0, None))
+    memory.observe(Evidence("tone@work", "formal", 3, True, "user-feedback"))
+    memory.retrieve("cuisine@work", session_text(4, "cuisine@work", 0, None))
+    memory.observe(Evidence("cuisine@work", "thai", 4, True, "user-feedback"))
+    shown = memory.retrieve("tone@home", session_text(9, "tone@home", 0, None))
+    assert shown[0].key == "tone@work" and shown[0].value == "formal"
