@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from .fact_data import RELATIONS, SPLITS, check_length, check_split, source_name
+from .fact_data import RELATIONS, check_length, check_split, source_name
 
 _LINE = re.compile(r"^\s*(\d+)\.\s+(.*\S)\s*$")
 
@@ -191,5 +191,5 @@ def parse_questions(question: str) -> list[tuple[str, list[str]]]:
     return readings
 
 
-__all__ = ["SPLITS", "load_records", "parse_context", "parse_fact", "parse_questions",
+__all__ = ["load_records", "parse_context", "parse_fact", "parse_questions",
            "select_record", "validate_record", "write_records"]
