@@ -13,6 +13,7 @@ from .preference_users import (
     PROFILE_CONTEXTS,
     SLOT_VALUES,
     SLOTS,
+    UserWorld,
     draw_user,
     parse_statement,
     preference_keys,
@@ -181,7 +182,7 @@ class PreferenceStreamEnv(TaskStreamEnv):
         if key not in self._key_index:
             raise ValueError(f"unknown key {key!r}; valid keys: {', '.join(self.keys)}")
         phase = self.schedule.phase_of(self.t if t is None else t)
-        index = int(self.world.preference[phase, self._key_index[key]])
+        index = int(self._world().preference[phase, self._key_index[key]])
         return self.slot_values[slot_of(key)][index]
 
     def _present(self, t: int) -> Task:
@@ -227,7 +228,13 @@ class PreferenceStreamEnv(TaskStreamEnv):
 
     def noisy_sessions(self) -> np.ndarray:
         """Indices of the sessions whose feedback is transient noise (evaluation only)."""
-        return np.flatnonzero(self.world.noisy)
+        return np.flatnonzero(self._world().noisy)
+
+    def _world(self) -> UserWorld:
+        world: UserWorld | None = getattr(self, "world", None)
+        if world is None:
+            raise RuntimeError("call reset() before asking about the user")
+        return world
 
 
 def _check_range(name: str, value: int, low: int, high: int) -> int:

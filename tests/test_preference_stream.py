@@ -255,6 +255,8 @@ def test_bad_calls_are_refused():
     env = PreferenceStreamEnv()
     with pytest.raises(RuntimeError):
         env.trial("support", "tone@work", "casual")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.preference("tone@work")
     env.reset(seed=0)
     with pytest.raises(ValueError, match="unknown key"):
         env.choices("mood@work")
