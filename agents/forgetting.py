@@ -17,13 +17,14 @@ class ReactiveForgetting(AppendOnly):
     Args:
         patience: consecutive failed outcomes that trigger the cleanup.
         top_k: at most this many values are retrieved per key.
+        retrieval: ``"key"`` or ``"lexical"`` (see :class:`AppendOnly`).
     """
 
     name = "reactive-forgetting"
 
-    def __init__(self, *, patience: int = 3, top_k: int = 5) -> None:
+    def __init__(self, *, patience: int = 3, top_k: int = 5, retrieval: str = "key") -> None:
         self.patience = check_positive_int("patience", patience)
-        super().__init__(top_k=top_k)
+        super().__init__(top_k=top_k, retrieval=retrieval)
 
     def _reset(self) -> None:
         super()._reset()

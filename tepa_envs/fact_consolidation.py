@@ -153,6 +153,7 @@ class FactConsolidationEnv(gym.Env):
         "append-only": {"retrieval": "lexical"},
         "temporal-recency": {"retrieval": "lexical"},
         "conflict-aware-recency": {"retrieval": "lexical"},
+        "reactive-forgetting": {"retrieval": "lexical"},
     }
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
