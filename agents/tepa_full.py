@@ -14,7 +14,8 @@ class TEPAFull(TEPA):
     When the environment offers a ``trial`` callback (the agent wires it in),
     a hypothesis is promoted only if it passes :class:`TrialGate`; a promoted
     challenger whose counterfactual trial showed the incumbent failing revokes
-    that incumbent. A hypothesis that fails its trials is tried again after
+    that incumbent, and an unrelated precedent that failed its contamination
+    check is revoked as stale. A hypothesis that fails its trials is tried again after
     ``retry_after`` further supports. Without a trial callback TEPA-Full
     promotes by the posterior rule, exactly like TEPA.
 
@@ -49,12 +50,16 @@ class TEPAFull(TEPA):
             return
         self._trialed_at[precedent.id] = precedent.support
         incumbent = self._incumbent(live, precedent)
+        unrelated = self._unrelated(precedent.key)
         result = self.gate.validate(self.trial, precedent.key, precedent.value,
                                     incumbent.value if incumbent else None,
-                                    self._unrelated(precedent.key))
+                                    (unrelated.key, unrelated.value) if unrelated else None)
+        if unrelated is not None and result.unrelated_failed and self.revocation:
+            self._revoke(self._live[unrelated.key], unrelated, t,
+                         "contamination trial: no longer works")
         if not result.passed:
             return
-        self._promote(precedent, t, f"passed {result.passes}/{result.run} trials")
+        self._promote(precedent, t, "passed trials")
         if incumbent is not None and result.incumbent_failed and self.revocation:
             self._revoke(live, incumbent, t, "counterfactual trial: incumbent no longer works")
 
@@ -63,9 +68,9 @@ class TEPAFull(TEPA):
         active = [p for p in live if p.state is ACTIVE and p is not precedent]
         return max(active, key=lambda p: (p.support, p.updated), default=None)
 
-    def _unrelated(self, key: str) -> tuple[str, str] | None:
+    def _unrelated(self, key: str) -> Precedent | None:
         """The most recently created active precedent of another key."""
         for p in reversed(self._by_id):
             if p.key != key and p.state is ACTIVE:
-                return p.key, p.value
+                return p
         return None

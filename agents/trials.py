@@ -1,43 +1,45 @@
 """Trial validation shared by TEPA-Full and LWW + validation.
 
 A candidate value for a key is checked by executing up to three held-out trial
-tasks through the environment's ``trial(kind, key, value)`` callback:
+tasks (a budget of three) through the environment's ``trial(kind, key, value)``
+callback:
 
-* support: the candidate works for its key now (pass when the trial succeeds);
-* counterfactual: the incumbent value no longer works (pass when it fails);
+* support: the candidate works for its key now (passes when the trial succeeds);
+* counterfactual: the incumbent value no longer works (passes when it fails);
 * contamination: an unrelated key's established value still works, so the
-  change is local rather than a broken environment (pass when it succeeds).
+  memory around the change is sound (passes when it succeeds).
 
-The candidate passes when at least ``pass_ratio`` of the trials run pass and at
-least one support trial passes. Trials whose subject does not exist (no
-incumbent, no unrelated key) are not run and not counted.
+The candidate is promoted when its support trial passes and at least
+``pass_ratio`` of the trials judged pass. A failed contamination check is
+evidence against the *unrelated* memory, not against the candidate: it is
+reported (so the memory can revoke that stale value) and left out of the
+candidate's ratio. Trials whose subject does not exist (no incumbent, no
+unrelated key) are not run and not counted.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-
-import numpy as np
 from dataclasses import dataclass
 
-from tepa_envs.core import TRIAL_KINDS, TrialFn, check_positive_int, check_probability
+import numpy as np
+
+from tepa_envs.core import TRIAL_KINDS, TrialFn, check_probability
 
 
 @dataclass(frozen=True, slots=True)
 class TrialOutcome:
     passed: bool
-    run: int
-    passes: int
     support_passed: bool
     incumbent_failed: bool | None
+    unrelated_failed: bool | None
 
 
 class TrialGate:
-    """Runs the three trials and keeps count of the budget spent."""
+    """Runs the trials, judges the candidate, and counts the budget spent per kind."""
 
-    def __init__(self, *, pass_ratio: float = 0.6, min_support_passes: int = 1) -> None:
+    def __init__(self, *, pass_ratio: float = 0.6) -> None:
         self.pass_ratio = check_probability("pass_ratio", pass_ratio)
-        self.min_support_passes = check_positive_int("min_support_passes", min_support_passes)
         self.spent: Counter[str] = Counter()
 
     @property
@@ -49,19 +51,19 @@ class TrialGate:
 
     def validate(self, trial: TrialFn, key: str, candidate: str, incumbent: str | None,
                  unrelated: tuple[str, str] | None) -> TrialOutcome:
-        results: list[bool] = []
         support_ok = self._run(trial, "support", key, candidate)
-        results.append(support_ok)
+        judged = [support_ok]
         incumbent_failed: bool | None = None
         if incumbent is not None and incumbent != candidate:
             incumbent_failed = not self._run(trial, "counterfactual", key, incumbent)
-            results.append(incumbent_failed)
+            judged.append(incumbent_failed)
+        unrelated_failed: bool | None = None
         if unrelated is not None:
-            results.append(self._run(trial, "contamination", *unrelated))
-        passes = sum(results)
-        passed = (support_ok and int(support_ok) >= self.min_support_passes
-                  and passes / len(results) >= self.pass_ratio)
-        return TrialOutcome(passed, len(results), passes, support_ok, incumbent_failed)
+            unrelated_failed = not self._run(trial, "contamination", *unrelated)
+            if not unrelated_failed:
+                judged.append(True)
+        passed = support_ok and sum(judged) / len(judged) >= self.pass_ratio
+        return TrialOutcome(passed, support_ok, incumbent_failed, unrelated_failed)
 
     def _run(self, trial: TrialFn, kind: str, key: str, value: str) -> bool:
         assert kind in TRIAL_KINDS

@@ -11,7 +11,8 @@ from .trials import TrialGate
 class LWWValidation(LastWriteWins):
     """LWW that only replaces a key's value after the candidate passes TEPA-Full's trials.
 
-    A value for a key with no current value is written at once, as in LWW.
+    A value for a key with no current value is written at once, as in LWW; an
+    unrelated value that fails its contamination check is dropped.
     Without a trial callback it behaves exactly like LWW.
 
     Args:
@@ -42,5 +43,7 @@ class LWWValidation(LastWriteWins):
         unrelated = next(((k, e.value) for k, e in reversed(self._current.items())
                           if k != evidence.key), None)
         result = self.gate.validate(self.trial, evidence.key, evidence.value, current.value, unrelated)
+        if unrelated is not None and result.unrelated_failed:
+            del self._current[unrelated[0]]  # LWW's way to drop a value shown stale
         if result.passed:
             self._write(evidence)

@@ -186,3 +186,17 @@ def test_wrong_threshold_types_raise_type_error():
         TEPA(n_min=2.5)
     with pytest.raises(TypeError):
         TEPA(revocation="no")
+
+
+def test_tepa_full_failed_contamination_check_revokes_the_stale_unrelated_precedent():
+    world = {KEY: "tool_0", "other/key/x": "tool_2"}
+    memory = TEPAFull()
+    memory.trial = lambda kind, key, value: world.get(key) == value
+    memory.observe(Evidence("other/key/x", "tool_2", 0, True, "test"))
+    world["other/key/x"] = "tool_1"  # the unrelated memory goes stale
+    feed(memory, [True], value="tool_0", start=1)
+    assert [r.value for r in memory.retrieve(KEY)] == ["tool_0"]  # judged on its own trials
+    assert memory.retrieve("other/key/x") == []
+    assert memory.archive[0].value == "tool_2"
+    assert "contamination" in memory.explain("other/key/x")[-1].reason
+    assert memory.gate.spent == {"support": 2, "contamination": 1}
