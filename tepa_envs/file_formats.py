@@ -12,7 +12,7 @@ import csv
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -80,28 +80,24 @@ def draw_numbers(rng: np.random.Generator, n_tables: int, max_records: int) -> n
 def make_table(domain: str, numbers: Sequence[Sequence[int]], n_records: int) -> Table:
     """A table of ``n_records`` records built deterministically from drawn ``numbers``
     (one row of ints per record, as from ``draw_numbers(...)[i].tolist()``)."""
-    schema = SCHEMAS[domain]
-    records = []
-    for r in range(n_records):
-        row = numbers[r]
-        records.append({name: _value(kind, int(row[i]), r) for i, (name, kind) in enumerate(schema)})
-    return Table(domain, tuple(n for n, _ in schema), tuple(k for _, k in schema), tuple(records))
+    fields, kinds = _FIELDS[domain], _KINDS[domain]
+    makers = [_MAKERS[k] for k in kinds]
+    records = tuple({f: make(int(x), r) for f, make, x in zip(fields, makers, numbers[r])}
+                    for r in range(n_records))
+    return Table(domain, fields, kinds, records)
 
 
-def _value(kind: str, x: int, row: int) -> Any:
-    if kind == "id":
-        return 1000 + row * 97 + x % 97
-    if kind == "int":
-        return 40 + x % 160
-    if kind == "money":
-        return round((x % 1_000_000) / 100.0, 2)
-    if kind == "name":
-        return NAMES[x % len(NAMES)]
-    if kind == "place":
-        return PLACES[x % len(PLACES)]
-    if kind == "code":
-        return CODES[x % len(CODES)]
-    return f"2025-{1 + x % 12:02d}-{1 + (x // 12) % 28:02d}"
+_MAKERS: dict[str, Callable[[int, int], Any]] = {
+    "id": lambda x, row: 1000 + row * 97 + x % 97,
+    "int": lambda x, row: 40 + x % 160,
+    "money": lambda x, row: round((x % 1_000_000) / 100.0, 2),
+    "name": lambda x, row: NAMES[x % len(NAMES)],
+    "place": lambda x, row: PLACES[x % len(PLACES)],
+    "code": lambda x, row: CODES[x % len(CODES)],
+    "date": lambda x, row: f"2025-{1 + x % 12:02d}-{1 + (x // 12) % 28:02d}",
+}
+_FIELDS = {d: tuple(n for n, _ in s) for d, s in SCHEMAS.items()}
+_KINDS = {d: tuple(k for _, k in s) for d, s in SCHEMAS.items()}
 
 
 # ------------------------------------------------------------------ writers
@@ -117,11 +113,11 @@ def write_table(config: str, table: Table) -> str:
             writer.writerow([_csv_cell(record[f], k) for f, k in zip(table.fields, table.kinds)])
         return buffer.getvalue()
     if config == "json:array":
-        return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(rows, ensure_ascii=False) + "\n"
     if config == "json:lines":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     envelope = {"domain": table.domain, "count": len(rows), "records": rows}
-    return json.dumps(envelope, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(envelope, ensure_ascii=False) + "\n"
 
 
 def _csv_cell(value: Any, kind: str) -> str:

@@ -404,22 +404,27 @@ class Sandbox:
 
     def _walk_existing(self, path: object, parts: tuple[str, ...]) -> tuple[int, int]:
         """Open the directories of ``parts[:-1]`` one by one without following links.
-        Returns a descriptor of the deepest existing one and how many were opened."""
-        fd = os.dup(self._require_open(path))
+        Returns a new descriptor of the deepest existing one and how many were opened."""
+        fd, owned = self._require_open(path), False
+        depth = 0
         try:
             for depth, name in enumerate(parts[:-1]):
                 try:
                     next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
-                    return fd, depth
+                    break
                 except OSError as exc:
                     raise self._component_refusal(path, fd, name, exc) from None
-                os.close(fd)
-                fd = next_fd
+                if owned:
+                    os.close(fd)
+                fd, owned = next_fd, True
+            else:
+                depth = len(parts) - 1
         except BaseException:
-            os.close(fd)
+            if owned:
+                os.close(fd)
             raise
-        return fd, len(parts) - 1
+        return (fd if owned else os.dup(fd)), depth
 
     def _open_parent(self, path: object, parts: tuple[str, ...]) -> int:
         """A descriptor of the existing directory holding ``parts[-1]``."""

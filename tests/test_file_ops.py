@@ -74,7 +74,11 @@ def test_consumer_rejections_carry_the_parsers_own_message(tmp_path: Path):
     accepted, message = consume("json:array", table, write_table("json:lines", table))
     assert not accepted and message.startswith("JSONDecodeError: Extra data: line 2 column 1")
     accepted, message = consume("json:lines", table, write_table("json:array", table))
-    assert not accepted and "JSONDecodeError: Expecting value: line 1 column 2" in message
+    assert not accepted and message == "Rejected: line 1: expected one JSON object per line, got array"
+    accepted, message = consume("json:array", table, write_table("json:envelope", table))
+    assert not accepted and message == "Rejected: expected a JSON array of records, got object"
+    accepted, message = consume("json:envelope", table, write_table("json:array", table) + "]")
+    assert not accepted and message.startswith("JSONDecodeError: Extra data: line 2 column 1")
     accepted, message = consume("csv:semicolon", table, write_table("csv:comma", table))
     assert not accepted and "header mismatch" in message and "'id,account,amount,currency,booked'" in message
     for config in WRITER_CONFIGS:
