@@ -70,12 +70,18 @@ class MemoryAgent:
 
     def learn(self, info: dict[str, Any]) -> None:
         """Write the step's evidence; tell oracle methods about a true phase boundary."""
-        for evidence in info.get("evidence", ()):
-            self.memory.observe(evidence)
-        oracle = info.get("oracle")
-        hook = getattr(self.memory, "on_phase_boundary", None)
-        if oracle and oracle.get("phase_changed") and callable(hook):
-            hook()
+        write_step(self.memory, info)
+
+
+def write_step(memory: Memory, info: dict[str, Any]) -> None:
+    """Feed a step's ``info["evidence"]`` into ``memory``; call ``on_phase_boundary``
+    (oracle methods only) when the task now presented starts a new phase."""
+    for evidence in info.get("evidence", ()):
+        memory.observe(evidence)
+    oracle = info.get("oracle")
+    hook = getattr(memory, "on_phase_boundary", None)
+    if oracle and oracle.get("phase_changed") and callable(hook):
+        hook()
 
 
 @dataclass

@@ -27,6 +27,13 @@ def key_names(n_keys: int) -> tuple[str, ...]:
     return tuple(names)
 
 
+def task_context(t: int, key: str, tools: tuple[str, ...]) -> str:
+    """The text of task ``t``: the same wording in every phase, only the key's words vary."""
+    task_type, domain, input_type = key.split("/")
+    return (f"Request #{t}: {task_type} the {domain} records provided as {input_type}. "
+            f"Available tools: {', '.join(tools)}. Pick one tool.")
+
+
 def corrupt_key(key: str, field: int, offset: int) -> str:
     """``key`` with schema field ``field`` replaced by another word of its vocabulary."""
     parts = key.split("/")
@@ -145,10 +152,8 @@ class RegimeDriftEnv(TaskStreamEnv):
 
     def _present(self, t: int) -> Task:
         k = int(self.task_keys[t])
-        task_type, domain, input_type = self.keys[k].split("/")
-        context = (f"Request #{t}: {task_type} the {domain} records provided as {input_type}. "
-                   f"Available tools: {', '.join(self.values)}. Pick one tool.")
-        return Task(self.keys[k], context, self.values[self._correct_index(t, k)])
+        return Task(self.keys[k], task_context(t, self.keys[k], self.values),
+                    self.values[self._correct_index(t, k)])
 
     def _execute(self, t: int, task: Task, value: str) -> Outcome:
         success = value == task.correct

@@ -7,6 +7,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
+from tepa_envs.agents.agent import write_step
 from tepa_envs.agents.protocol import Memory
 from tepa_envs.agents.registry import make_memory
 from tepa_envs.core import Record
@@ -84,12 +85,7 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
 
     def step(self, action: Any):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        for evidence in info.get("evidence", ()):
-            self.memory.observe(evidence)
-        oracle = info.get("oracle")
-        hook = getattr(self.memory, "on_phase_boundary", None)
-        if oracle and oracle.get("phase_changed") and callable(hook):
-            hook()
+        write_step(self.memory, info)
         return self._augment(observation, info), reward, terminated, truncated, info
 
     # ---------------------------------------------------------------- helpers

@@ -20,7 +20,7 @@ from tepa_envs.agents.protocol import Memory
 from tepa_envs.agents.registry import make_memory
 from tepa_envs.core import PHASE_NAMES, TRIAL_KINDS, Evidence, check_positive_int, check_probability
 from tepa_envs.drift import PhaseSchedule, draw_phase_values
-from tepa_envs.regime_drift import key_names
+from tepa_envs.regime_drift import key_names, task_context
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, action_of, memory_view, top_record
 
 COUNT_CAP = 1000
@@ -188,9 +188,7 @@ class SharedDriftParallelEnv(ParallelEnv):
         return int(self.regime[self.schedule.phase_of(t), key_index])
 
     def _context(self, t: int, key: str) -> str:
-        task_type, domain, input_type = key.split("/")
-        return (f"Request #{t}: {task_type} the {domain} records provided as {input_type}. "
-                f"Available tools: {', '.join(self.values)}. Pick one tool.")
+        return task_context(t, key, self.values)
 
     # -------------------------------------------------------- language agents
     def choices(self, key: str) -> tuple[str, ...]:
