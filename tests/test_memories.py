@@ -172,3 +172,23 @@ def test_bad_input_leaves_every_memory_unchanged(name):
         memory.observe(bad)
     assert snapshot(memory) == before
     memory.observe(ev("a", 14))  # still accepts good evidence afterwards
+
+
+def test_oracle_reset_is_told_each_true_boundary_during_an_episode():
+    import gymnasium as gym
+
+    import tepa_envs  # noqa: F401
+    from tepa_envs.agents import MemoryAgent, run_episode
+
+    agent = MemoryAgent("oracle-reset")
+    env = gym.make("TEPA/RegimeDrift-v0", phase_lengths=(3, 4, 5, 6))
+    seen = []
+    original = agent.memory.on_phase_boundary
+
+    def spy():
+        seen.append(env.unwrapped.t)
+        original()
+
+    agent.memory.on_phase_boundary = spy
+    run_episode(env, agent, seed=0)
+    assert seen == [3, 7, 12]
