@@ -12,7 +12,7 @@ import csv
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -77,27 +77,46 @@ def draw_numbers(rng: np.random.Generator, n_tables: int, max_records: int) -> n
     return rng.integers(0, 1 << 30, size=(n_tables, max_records, MAX_FIELDS), dtype=np.int64)
 
 
-def make_table(domain: str, numbers: Sequence[Sequence[int]], n_records: int) -> Table:
-    """A table of ``n_records`` records built deterministically from drawn ``numbers``
-    (one row of ints per record, as from ``draw_numbers(...)[i].tolist()``)."""
-    fields, kinds = _FIELDS[domain], _KINDS[domain]
-    makers = [_MAKERS[k] for k in kinds]
-    records = tuple({f: make(int(x), r) for f, make, x in zip(fields, makers, numbers[r])}
-                    for r in range(n_records))
-    return Table(domain, fields, kinds, records)
-
-
-_MAKERS: dict[str, Callable[[int, int], Any]] = {
-    "id": lambda x, row: 1000 + row * 97 + x % 97,
-    "int": lambda x, row: 40 + x % 160,
-    "money": lambda x, row: round((x % 1_000_000) / 100.0, 2),
-    "name": lambda x, row: NAMES[x % len(NAMES)],
-    "place": lambda x, row: PLACES[x % len(PLACES)],
-    "code": lambda x, row: CODES[x % len(CODES)],
-    "date": lambda x, row: f"2025-{1 + x % 12:02d}-{1 + (x // 12) % 28:02d}",
-}
+DATES = tuple(f"2025-{1 + i % 12:02d}-{1 + (i // 12) % 28:02d}" for i in range(12 * 28))
+_LOOKUPS = {"name": NAMES, "place": PLACES, "code": CODES, "date": DATES}
+_LOOKUP_ARRAYS = {kind: np.array(words, dtype=object) for kind, words in _LOOKUPS.items()}
 _FIELDS = {d: tuple(n for n, _ in s) for d, s in SCHEMAS.items()}
 _KINDS = {d: tuple(k for _, k in s) for d, s in SCHEMAS.items()}
+
+
+def record_values(domain_indices: np.ndarray, numbers: np.ndarray) -> list[list[list[Any]]]:
+    """Field values of every record of every table (tables of domain
+    ``DOMAINS[domain_indices[i]]``), computed from drawn ``numbers`` at once."""
+    values = np.empty(numbers.shape, dtype=object)
+    rows = np.arange(numbers.shape[1])[None, :]
+    for d, domain in enumerate(DOMAINS):
+        mask = np.asarray(domain_indices) == d
+        if not mask.any():
+            continue
+        for j, kind in enumerate(_KINDS[domain]):
+            values[mask, :, j] = _column(kind, numbers[mask][:, :, j], rows)
+    return values.tolist()
+
+
+def _column(kind: str, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    if kind == "id":
+        return 1000 + rows * 97 + x % 97
+    if kind == "int":
+        return 40 + x % 160
+    if kind == "money":
+        return (x % 1_000_000) / 100.0  # the double nearest to a whole number of cents
+    words = _LOOKUP_ARRAYS[kind]
+    return words[x % len(words)]
+
+
+def make_table(domain: str, values: Sequence[Sequence[Any]], n_records: int) -> Table:
+    """The table of the first ``n_records`` records of ``values`` (one list per record,
+    as from :func:`record_values`)."""
+    if domain not in SCHEMAS:
+        raise ValueError(f"unknown domain {domain!r}; valid: {', '.join(DOMAINS)}")
+    fields = _FIELDS[domain]
+    records = tuple(dict(zip(fields, row)) for row in values[:n_records])
+    return Table(domain, fields, _KINDS[domain], records)
 
 
 # ------------------------------------------------------------------ writers
@@ -165,7 +184,7 @@ def _parse_cell(cell: str, kind: str) -> Any:
     if kind in ("id", "int"):
         return int(cell)
     if kind == "money":
-        return round(float(cell), 2)
+        return float(cell)
     return cell
 
 

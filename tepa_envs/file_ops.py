@@ -11,7 +11,7 @@ import numpy as np
 from .core import Evidence, check_positive_int, check_probability
 from .drift import draw_phase_values
 from .file_formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
-                           format_of, make_table, write_table)
+                           format_of, make_table, record_values, write_table)
 from .sandbox import Sandbox
 from .stream import Outcome, Task, TaskStreamEnv
 
@@ -155,6 +155,7 @@ class FileOpsEnv(TaskStreamEnv):
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         self._previous = (len(self.values), 0)
         self._feedback = ""
+        self._executing = False
 
     # ------------------------------------------------------------- the world
     def _build(self, rng: np.random.Generator) -> None:
@@ -166,9 +167,9 @@ class FileOpsEnv(TaskStreamEnv):
         self.task_is_csv = rng.random(total) < self.csv_fraction
         self.task_domains = rng.integers(0, n, size=total)
         self.task_sizes = rng.integers(self.min_records, self.max_records + 1, size=total)
-        self.task_numbers = draw_numbers(rng, total, self.max_records).tolist()
+        self.task_values = record_values(self.task_domains, draw_numbers(rng, total, self.max_records))
         # Drawn last, so trials never touch the numbers the stream uses.
-        self.trial_numbers = draw_numbers(rng, n, self.max_records).tolist()
+        self.trial_values = record_values(np.arange(n), draw_numbers(rng, n, self.max_records))
         self._table_cache: tuple[int, Table | None] = (-1, None)
         self.sandbox.reset()
         self._previous = (len(self.values), 0)
@@ -194,7 +195,7 @@ class FileOpsEnv(TaskStreamEnv):
     def _table(self, t: int) -> Table:
         if self._table_cache[0] != t:
             domain = DOMAINS[int(self.task_domains[t])]
-            self._table_cache = (t, make_table(domain, self.task_numbers[t], int(self.task_sizes[t])))
+            self._table_cache = (t, make_table(domain, self.task_values[t], int(self.task_sizes[t])))
         return self._table_cache[1]
 
     def _task_key(self, t: int) -> str:
@@ -214,6 +215,7 @@ class FileOpsEnv(TaskStreamEnv):
         return Task(key, context, self.accepted_config(key, t))
 
     def _execute(self, t: int, task: Task, value: str) -> Outcome:
+        self._executing = True
         table = self._table(t)
         path = f"outbox/{table.domain}.{EXTENSIONS[format_of(value)]}"
         accepted, message = self._deliver(path, value, table, task.correct)
@@ -233,7 +235,7 @@ class FileOpsEnv(TaskStreamEnv):
         if parts is None or value not in WRITER_CONFIGS:
             return False
         domain, fmt = parts
-        table = make_table(DOMAINS[domain], self.trial_numbers[domain], self.max_records)
+        table = make_table(DOMAINS[domain], self.trial_values[domain], self.max_records)
         path = f"trials/{DOMAINS[domain]}.{EXTENSIONS[format_of(value)]}"
         try:
             accepted, _ = self._deliver(path, value, table, self.accepted_config(key))
@@ -256,15 +258,15 @@ class FileOpsEnv(TaskStreamEnv):
 
     # ------------------------------------------------------------ lifecycle
     def step(self, action: Any):
-        ready = (self._task is not None and self._t < self.schedule.total
-                 and self.action_space.contains(action))
-        if not ready:
-            return super().step(action)  # raises the base class's error, state untouched
+        self._executing = False
         try:
             return super().step(action)
         except BaseException:
-            self.close()
+            if self._executing:  # the step had started writing: discard the sandbox
+                self.close()
             raise
+        finally:
+            self._executing = False
 
     def close(self) -> None:
         self.sandbox.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
+import itertools
 import shutil
 import stat as stat_module
 import tempfile
@@ -112,6 +112,7 @@ class Sandbox:
         self._sizes: dict[tuple[str, ...], int] = {}
         self._dirs: set[tuple[str, ...]] = set()
         self._total = 0
+        self._tmp_counter = itertools.count()
 
     # ------------------------------------------------------------ lifecycle
     def reset(self) -> None:
@@ -138,6 +139,31 @@ class Sandbox:
         self._sizes.clear()
         self._dirs.clear()
         self._total = 0
+
+    def __getstate__(self) -> dict[str, object]:
+        """A pickled sandbox carries its quotas and the files written through it,
+        never its directory or descriptor: an unpickled copy gets its own directory."""
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("_root", "_root_fd", "_finalizer", "_sizes", "_dirs", "_total", "_tmp_counter")}
+        state["_open"] = self._root is not None
+        state["_saved_dirs"] = sorted(self._dirs, key=len)
+        state["_saved_files"] = {parts: self.read_bytes("/".join(parts)) for parts in self._sizes}
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        saved_dirs = state.pop("_saved_dirs")
+        saved_files = state.pop("_saved_files")
+        was_open = state.pop("_open")
+        self.__dict__.update(state)
+        self._root, self._root_fd, self._finalizer = None, -1, None
+        self._sizes, self._dirs, self._total = {}, set(), 0
+        self._tmp_counter = itertools.count()
+        if was_open:
+            self.reset()
+            for parts in saved_dirs:  # type: ignore[attr-defined]
+                self._make_dir(parts)
+            for parts, data in saved_files.items():  # type: ignore[attr-defined]
+                self.write("/".join(parts), data)
 
     @property
     def closed(self) -> bool:
@@ -436,9 +462,14 @@ class Sandbox:
 
     # -------------------------------------------------------------- writing
     def _atomic_write(self, path: object, parent_fd: int, name: str, data: bytes) -> None:
-        tmp = f"{_TMP_PREFIX}{secrets.token_hex(8)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600, dir_fd=parent_fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        while True:
+            tmp = f"{_TMP_PREFIX}{os.getpid()}-{next(self._tmp_counter)}"
+            try:
+                fd = os.open(tmp, flags, 0o600, dir_fd=parent_fd)
+                break
+            except FileExistsError:
+                continue
         try:
             try:
                 view = memoryview(data)
@@ -457,6 +488,14 @@ class Sandbox:
             if isinstance(exc, OSError):
                 raise self._os_refusal(path, exc) from None
             raise
+
+    def _make_dir(self, parts: tuple[str, ...]) -> None:
+        parent_fd = self._open_parent(parts, parts)
+        try:
+            os.mkdir(parts[-1], 0o700, dir_fd=parent_fd)
+        finally:
+            os.close(parent_fd)
+        self._dirs.add(parts)
 
     def _remove_dirs(self, created: list[tuple[str, ...]]) -> None:
         for parts in reversed(created):

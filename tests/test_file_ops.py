@@ -19,7 +19,7 @@ from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import MemoryAgent, run_episode
-from tepa_envs.file_formats import WRITER_CONFIGS, configs_of, consume, make_table, write_table
+from tepa_envs.file_formats import WRITER_CONFIGS, configs_of, consume, make_table, record_values, write_table
 from tepa_envs.file_ops import FileOpsEnv
 from tepa_envs.sandbox import SandboxError
 
@@ -70,7 +70,8 @@ def test_a_step_really_writes_the_file_and_the_consumer_reads_it_back(tmp_path: 
 
 
 def test_consumer_rejections_carry_the_parsers_own_message(tmp_path: Path):
-    table = make_table("finance", [[i * 7919 + j for j in range(5)] for i in range(4)], 4)
+    numbers = np.arange(6 * 5, dtype=np.int64).reshape(1, 6, 5) * 7919
+    table = make_table("finance", record_values(np.array([0]), numbers)[0], 4)
     accepted, message = consume("json:array", table, write_table("json:lines", table))
     assert not accepted and message.startswith("JSONDecodeError: Extra data: line 2 column 1")
     accepted, message = consume("json:lines", table, write_table("json:array", table))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import pickle
 import socket
 import stat
 import subprocess
@@ -323,3 +324,20 @@ def test_directory_is_removed_at_close_collection_and_exit(tmp_path: Path):
                          check=True)
     assert out.stdout.strip() and not os.path.exists(out.stdout.strip())
     assert os.listdir(tmp_path) == []
+
+
+def test_a_pickled_copy_gets_its_own_directory_with_the_same_files(tmp_path: Path):
+    sandbox = Sandbox(max_files=9, parent_dir=str(tmp_path))
+    sandbox.reset()
+    sandbox.write("a/b/c.txt", "deep")
+    sandbox.write("top.bin", b"\x00\x01")
+    copy = pickle.loads(pickle.dumps(sandbox))
+    assert copy.root != sandbox.root and copy.max_files == 9
+    assert copy.read("a/b/c.txt") == "deep" and copy.read_bytes("top.bin") == b"\x00\x01"
+    assert (copy.bytes_used, copy.files_used) == (sandbox.bytes_used, sandbox.files_used) == (6, 4)
+    copy.write("a/b/c.txt", "changed")
+    copy.close()
+    assert sandbox.read("a/b/c.txt") == "deep" and sandbox.list() == ["a/", "top.bin"]
+    sandbox.close()
+    closed_copy = pickle.loads(pickle.dumps(sandbox))
+    assert closed_copy.closed and os.listdir(tmp_path) == []
