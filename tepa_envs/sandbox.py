@@ -55,8 +55,11 @@ class FileInfo:
     mtime_ns: int
 
 
-def _remove_tree(root: str, root_fd: int) -> None:
-    """Finalizer: close the root descriptor and delete the directory (never follows links)."""
+def _remove_tree(root: str, root_fd: int, owner_pid: int) -> None:
+    """Finalizer: close the root descriptor and delete the directory (never follows
+    links). A forked child exiting leaves its parent's directory alone."""
+    if os.getpid() != owner_pid:
+        return
     try:
         os.close(root_fd)
     except OSError:
@@ -125,7 +128,7 @@ class Sandbox:
             shutil.rmtree(root, ignore_errors=True)
             raise
         self._root, self._root_fd = root, root_fd
-        self._finalizer = weakref.finalize(self, _remove_tree, root, root_fd)
+        self._finalizer = weakref.finalize(self, _remove_tree, root, root_fd, os.getpid())
         self._sizes.clear()
         self._dirs.clear()
         self._total = 0

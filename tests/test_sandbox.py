@@ -341,3 +341,22 @@ def test_a_pickled_copy_gets_its_own_directory_with_the_same_files(tmp_path: Pat
     sandbox.close()
     closed_copy = pickle.loads(pickle.dumps(sandbox))
     assert closed_copy.closed and os.listdir(tmp_path) == []
+
+
+def test_a_forked_child_exiting_leaves_the_parents_directory(tmp_path: Path):
+    script = """
+import os, sys
+from tepa_envs.sandbox import Sandbox
+sandbox = Sandbox(parent_dir=sys.argv[1])
+sandbox.reset()
+sandbox.write("kept.txt", "parent's")
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # a normal exit runs the child's atexit finalizers
+os.waitpid(pid, 0)
+print(sandbox.read("kept.txt"))
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "parent's"
+    assert os.listdir(tmp_path) == []  # the parent's own exit removed it
