@@ -60,15 +60,15 @@ def _parse_methods(text: str) -> list[str]:
     return methods
 
 
-def _parse_env_kwargs(text: str | None) -> dict[str, Any]:
+def _parse_json_object(option: str, text: str | None) -> dict[str, Any]:
     if not text:
         return {}
     try:
         kwargs = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--env-kwargs is not valid JSON: {exc}") from None
+        raise UsageError(f"{option} is not valid JSON: {exc}") from None
     if not isinstance(kwargs, dict):
-        raise UsageError("--env-kwargs must be a JSON object, e.g. '{\"n_keys\": 2}'")
+        raise UsageError(f"{option} must be a JSON object, e.g. '{{\"n_keys\": 2}}'")
     return kwargs
 
 
@@ -77,13 +77,15 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
                         label: str) -> dict[str, Any]:
     progress = ProgressBar(label, enabled=not args.quiet and sys.stderr.isatty())
     _log(args, f"{label}: {len(methods)} methods x {args.seeds} seeds on {env_id} ({args.workers} workers)")
+    reader_kwargs = getattr(args, "reader_kwargs_parsed", {})
     evaluation = evaluate(env_id, methods, range(args.seeds), env_kwargs=env_kwargs,
-                          workers=args.workers, progress=progress)
+                          workers=args.workers, progress=progress, reader_kwargs=reader_kwargs)
     results = summarize(evaluation)
     if setting is not None:
         results["setting"] = setting.name
         results["paper"] = setting.paper
-    print(f"\n== {label}: {env_id} {env_kwargs or ''} ({args.seeds} seeds, {evaluation.elapsed_s:.1f}s) ==")
+    print(f"\n== {label}: {env_id} {env_kwargs or ''} {reader_kwargs or ''} "
+          f"({args.seeds} seeds, {evaluation.elapsed_s:.1f}s) ==")
     print(format_table(results, setting))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -150,13 +152,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     methods = _parse_methods(args.methods)
-    env_kwargs = _parse_env_kwargs(args.env_kwargs)
+    env_kwargs = _parse_json_object("--env-kwargs", args.env_kwargs)
+    args.reader_kwargs_parsed = _parse_json_object("--reader-kwargs", args.reader_kwargs)
     unknown = sorted(set(env_kwargs) - set(env_kwarg_names(args.env_id)))
     if unknown:
         raise UsageError(f"unknown kwargs for {args.env_id}: {', '.join(unknown)}; "
                          f"valid: {', '.join(env_kwarg_names(args.env_id))}")
     try:
-        validate_methods(args.env_id, env_kwargs, methods)
+        validate_methods(args.env_id, env_kwargs, methods, args.reader_kwargs_parsed)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     out = Path(args.out) if args.out else None
@@ -202,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--methods", required=True,
                      help="comma-separated names or import paths 'package.module:ClassName'")
     run.add_argument("--env-kwargs", help="JSON object of environment kwargs")
+    run.add_argument("--reader-kwargs", help="JSON object overriding the reader's parameters for every "
+                     "method alike, e.g. '{\"follow_prob\": 0.99}'")
     common(run, 10)
     run.set_defaults(func=cmd_run)
 

@@ -20,6 +20,7 @@ import tepa_envs  # noqa: F401  (registers the environments)
 from tepa_envs.core import PHASE_NAMES
 
 from .agent import MemoryAgent, run_episode
+from .reader import EvidenceReader
 from .registry import make_memory
 from .statistics import bootstrap_ci, holm_bonferroni, memory_pollution_index, paired_permutation_test
 
@@ -39,6 +40,7 @@ class MethodRuns:
 class Evaluation:
     env_id: str
     env_kwargs: dict[str, Any]
+    reader_kwargs: dict[str, Any]
     seeds: list[int]
     phase: np.ndarray  # (n_tasks,) phase index of every task
     runs: dict[str, MethodRuns]
@@ -66,18 +68,26 @@ def _memory_kwargs(env: gym.Env, method: str) -> dict[str, Any]:
     return dict(table.get(method, {}))
 
 
-def _run_job(job: tuple[str, dict[str, Any], str, int]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    env_id, env_kwargs, method, seed = job
+def make_reader(env: gym.Env, reader_kwargs: dict[str, Any] | None = None) -> EvidenceReader:
+    """The environment's reader (``reader_params``), with any overrides applied to every method alike."""
+    params = {**getattr(env.unwrapped, "reader_params", {}), **(reader_kwargs or {})}
+    return EvidenceReader(**params)
+
+
+def _run_job(job: tuple[str, dict[str, Any], str, int, dict[str, Any]]
+             ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    env_id, env_kwargs, method, seed, reader_kwargs = job
     env = gym.make(env_id, **env_kwargs)
     try:
         memory = make_memory(method, **_memory_kwargs(env, method))
-        result = run_episode(env, MemoryAgent(memory), seed)
+        result = run_episode(env, MemoryAgent(memory, make_reader(env, reader_kwargs)), seed)
     finally:
         env.close()
     return result.success, result.phase, result.trials
 
 
-def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[str]) -> None:
+def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[str],
+                     reader_kwargs: dict[str, Any] | None = None) -> None:
     """Fail fast, before any process starts, on an unknown method or bad kwargs."""
     check_env_id(env_id)
     if not methods:
@@ -86,6 +96,10 @@ def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[
         raise ValueError(f"methods listed twice: {', '.join(sorted(m for m in methods if methods.count(m) > 1))}")
     env = gym.make(env_id, **env_kwargs)
     try:
+        try:
+            make_reader(env, reader_kwargs)
+        except TypeError as exc:
+            raise TypeError(f"bad reader kwargs {reader_kwargs}: {exc}; valid: follow_prob, stated_prob, seed") from None
         for method in methods:
             make_memory(method, **_memory_kwargs(env, method))
     finally:
@@ -94,17 +108,22 @@ def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[
 
 def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
              env_kwargs: dict[str, Any] | None = None, workers: int = 1,
-             progress: Progress | None = None) -> Evaluation:
-    """Run every method on every seed of ``env_id``."""
+             progress: Progress | None = None, reader_kwargs: dict[str, Any] | None = None) -> Evaluation:
+    """Run every method on every seed of ``env_id``.
+
+    ``reader_kwargs`` override the environment's ``reader_params`` for every
+    method alike (e.g. ``{"follow_prob": 0.99}`` for a sensitivity analysis).
+    """
     env_kwargs = dict(env_kwargs or {})
+    reader_kwargs = dict(reader_kwargs or {})
     methods = list(methods)
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("need at least one seed")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
-    validate_methods(env_id, env_kwargs, methods)
-    jobs = [(env_id, env_kwargs, m, s) for m in methods for s in seeds]
+    validate_methods(env_id, env_kwargs, methods, reader_kwargs)
+    jobs = [(env_id, env_kwargs, m, s, reader_kwargs) for m in methods for s in seeds]
     started = time.perf_counter()
     outputs: list[Any] = []
     if workers == 1:
@@ -126,7 +145,7 @@ def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
     for m_index, method in enumerate(methods):
         block = outputs[m_index * len(seeds):(m_index + 1) * len(seeds)]
         runs[method] = MethodRuns(method, np.stack([b[0] for b in block]), [b[2] for b in block])
-    return Evaluation(env_id, env_kwargs, seeds, phase, runs, time.perf_counter() - started)
+    return Evaluation(env_id, env_kwargs, reader_kwargs, seeds, phase, runs, time.perf_counter() - started)
 
 
 def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-only", "no-memory"),
@@ -178,6 +197,7 @@ def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-onl
     return {
         "env_id": evaluation.env_id,
         "env_kwargs": evaluation.env_kwargs,
+        "reader_kwargs": evaluation.reader_kwargs,
         "seeds": evaluation.seeds,
         "methods": evaluation.methods,
         "phases": [name for name, _ in phases],

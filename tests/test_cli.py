@@ -91,3 +91,23 @@ def test_usage_errors_are_one_line_with_exit_status_2(capsys, args, needle):
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("tepa-bench: error:") and needle in err and "\n" not in err
+
+
+def test_reader_kwargs_apply_to_every_method_and_are_recorded(tmp_path):
+    outputs = {}
+    for follow in ("1.0", "0.0"):
+        out = tmp_path / follow
+        assert main(["run", "TEPA/RegimeDrift-v0", "--methods", "append-only,no-memory", "--seeds", "3",
+                     "--workers", "1", "--out", str(out), "--quiet", "--env-kwargs", SMALL,
+                     "--reader-kwargs", f'{{"follow_prob": {follow}}}']) == 0
+        outputs[follow] = json.loads((out / "results.json").read_text())
+    assert outputs["1.0"]["reader_kwargs"] == {"follow_prob": 1.0}
+    never_follows = outputs["0.0"]["summary"]
+    # a reader that never follows its prompt makes every memory equal to no memory
+    assert never_follows["append-only"]["overall"] == never_follows["no-memory"]["overall"]
+    assert outputs["1.0"]["summary"]["append-only"]["overall"] != never_follows["append-only"]["overall"]
+
+
+def test_bad_reader_kwargs_are_a_usage_error(capsys):
+    assert main(["run", "TEPA/RegimeDrift-v0", "--methods", "tepa", "--reader-kwargs", '{"follow": 1}']) == 2
+    assert "follow_prob" in capsys.readouterr().err
