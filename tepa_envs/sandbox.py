@@ -8,41 +8,26 @@ path, even one swapped in between a check and its use, is never followed.
 Symlinks, hard links (``st_nlink > 1``), FIFOs, sockets and device files are
 refused; writes go to a temporary file that is renamed over its target, so a
 write never goes through a link and a failed write leaves nothing behind.
-POSIX only (needs ``dir_fd`` support).
+POSIX only (needs ``dir_fd`` support). The link-proof path walking lives in
+:mod:`tepa_envs.sandbox_paths`; this module keeps the lifecycle, the quotas and
+the tools.
 """
 
 from __future__ import annotations
 
-import errno
-import os
-import re
 import itertools
+import os
 import shutil
 import stat as stat_module
 import tempfile
 import weakref
 from dataclasses import dataclass
-from typing import Union
 
+from . import sandbox_paths as paths
 from .core import check_positive_int
+from .sandbox_paths import MAX_COMPONENT_CHARS, MAX_DEPTH, MAX_PATH_CHARS, PathArg, SandboxError
 
-PathArg = Union[str, "os.PathLike[str]"]
-
-_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._ -]*[A-Za-z0-9._-])?")
-_TMP_PREFIX = ".tmp-"
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-MAX_COMPONENT_CHARS = 255
-MAX_PATH_CHARS = 1024
-MAX_DEPTH = 32
-
-
-class SandboxError(ValueError):
-    """A path or operation the sandbox refuses; names the path and the reason."""
-
-    def __init__(self, path: object, reason: str) -> None:
-        super().__init__(f"sandbox refused {path!r}: {reason}")
-        self.path = path
-        self.reason = reason
+__all__ = ["FileInfo", "MAX_COMPONENT_CHARS", "MAX_DEPTH", "MAX_PATH_CHARS", "PathArg", "Sandbox", "SandboxError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,25 +50,6 @@ def _remove_tree(root: str, root_fd: int, owner_pid: int) -> None:
     except OSError:
         pass
     shutil.rmtree(root, ignore_errors=True)
-
-
-def _kind_refusal(mode: int, nlink: int, *, allow_dir: bool) -> str | None:
-    """Why an entry of this mode may not be used, or ``None`` when it may."""
-    if stat_module.S_ISLNK(mode):
-        return "symbolic links are not followed"
-    if stat_module.S_ISDIR(mode):
-        return None if allow_dir else "is a directory"
-    if stat_module.S_ISFIFO(mode):
-        return "FIFOs are not allowed"
-    if stat_module.S_ISSOCK(mode):
-        return "sockets are not allowed"
-    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
-        return "device files are not allowed"
-    if not stat_module.S_ISREG(mode):
-        return "not a regular file"
-    if nlink != 1:
-        return f"hard-linked files are not allowed ({nlink} links)"
-    return None
 
 
 class Sandbox:
@@ -123,7 +89,7 @@ class Sandbox:
         self.close()
         root = tempfile.mkdtemp(prefix="tepa-sandbox-", dir=self.parent_dir)
         try:
-            root_fd = os.open(root, _DIR_FLAGS)
+            root_fd = os.open(root, paths.DIR_FLAGS)
         except OSError:
             shutil.rmtree(root, ignore_errors=True)
             raise
@@ -190,7 +156,7 @@ class Sandbox:
     # ---------------------------------------------------------------- tools
     def write(self, path: PathArg, data: str | bytes) -> int:
         """Create or replace a regular file (parents are created); returns bytes written."""
-        parts = self._parts(path)
+        parts = paths.split_path(path)
         if isinstance(data, str):
             data = data.encode("utf-8")
         elif isinstance(data, (bytearray, memoryview)):
@@ -199,12 +165,12 @@ class Sandbox:
             raise TypeError(f"data must be str or bytes, got {type(data).__name__}")
         if len(data) > self.max_file_bytes:
             raise SandboxError(path, f"{len(data)} bytes exceed the per-file quota of {self.max_file_bytes}")
-        fd, depth = self._walk_existing(path, parts)
+        fd, depth = paths.walk_existing(path, self._require_open(path), parts)
         created: list[tuple[str, ...]] = []
         try:
             if depth == len(parts) - 1:
                 info = self._lstat(fd, parts[-1])
-                reason = info and _kind_refusal(info.st_mode, info.st_nlink, allow_dir=False)
+                reason = info and paths.kind_refusal(info.st_mode, info.st_nlink, allow_dir=False)
                 if reason:
                     raise SandboxError(path, reason)
             old = self._sizes.get(parts)
@@ -215,20 +181,16 @@ class Sandbox:
             if total > self.max_total_bytes:
                 raise SandboxError(path, f"would use {total} bytes, over the total quota of {self.max_total_bytes}")
             for i in range(depth, len(parts) - 1):
-                try:
-                    os.mkdir(parts[i], 0o700, dir_fd=fd)
+                if paths.make_component(path, fd, parts[i]):
                     created.append(parts[: i + 1])
-                except FileExistsError:
-                    pass
-                except OSError as exc:
-                    raise self._os_refusal(path, exc) from None
-                next_fd = self._open_component(path, fd, parts[i])
+                next_fd = paths.open_component(path, fd, parts[i])
                 os.close(fd)
                 fd = next_fd
-            self._atomic_write(path, fd, parts[-1], data)
+            paths.atomic_write(path, fd, parts[-1], data, self._tmp_counter)
         except BaseException:
             os.close(fd)
-            self._remove_dirs(created)
+            if created:
+                paths.remove_dirs(self._require_open(path), created)
             raise
         os.close(fd)
         self._dirs.update(created)
@@ -238,35 +200,14 @@ class Sandbox:
 
     def read_bytes(self, path: PathArg) -> bytes:
         """The content of a regular file."""
-        parts = self._parts(path)
+        parts = paths.split_path(path)
         parent_fd = self._open_parent(path, parts)
         try:
             self._check_entry(path, parent_fd, parts[-1], allow_dir=False)
-            try:
-                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                             dir_fd=parent_fd)
-            except OSError as exc:
-                raise self._os_refusal(path, exc) from None
+            fd = paths.open_for_read(path, parent_fd, parts[-1])
         finally:
             os.close(parent_fd)
-        try:
-            info = os.fstat(fd)
-            reason = _kind_refusal(info.st_mode, info.st_nlink, allow_dir=False)
-            if reason:
-                raise SandboxError(path, reason)
-            if info.st_size > self.max_file_bytes:
-                raise SandboxError(path, f"{info.st_size} bytes exceed the per-file quota of {self.max_file_bytes}")
-            data = os.read(fd, info.st_size + 1)
-            while len(data) > info.st_size and len(data) <= self.max_file_bytes:
-                chunk = os.read(fd, self.max_file_bytes + 1 - len(data))
-                if not chunk:
-                    break
-                data += chunk
-        finally:
-            os.close(fd)
-        if len(data) > self.max_file_bytes:
-            raise SandboxError(path, f"file grew beyond the per-file quota of {self.max_file_bytes}")
-        return data
+        return paths.read_capped(path, fd, self.max_file_bytes)
 
     def read(self, path: PathArg) -> str:
         """The content of a regular file as UTF-8 text."""
@@ -278,18 +219,19 @@ class Sandbox:
 
     def list(self, path: PathArg = ".") -> list[str]:
         """Sorted names in a directory; directories end with ``/``."""
-        fd = self._open_dir(path)
+        parts = paths.split_path(path, allow_root=True)
+        fd = paths.open_dir(path, self._require_open(path), parts)
         try:
             with os.scandir(fd) as entries:
                 names = [e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
-                         for e in entries if not e.name.startswith(_TMP_PREFIX)]
+                         for e in entries if not e.name.startswith(paths.TMP_PREFIX)]
         finally:
             os.close(fd)
         return sorted(names)
 
     def stat(self, path: PathArg) -> FileInfo:
         """Kind, size and modification time of a regular file or directory."""
-        parts = self._parts(path, allow_root=True)
+        parts = paths.split_path(path, allow_root=True)
         if not parts:
             info = os.fstat(self._require_open(path))
             return FileInfo(".", "dir", info.st_size, info.st_mtime_ns)
@@ -303,7 +245,7 @@ class Sandbox:
 
     def move(self, source: PathArg, destination: PathArg) -> None:
         """Rename a file or directory inside the sandbox; the destination must not exist."""
-        src, dst = self._parts(source), self._parts(destination)
+        src, dst = paths.split_path(source), paths.split_path(destination)
         if dst[: len(src)] == src:
             raise SandboxError(destination, f"cannot move {'/'.join(src)!r} into itself")
         src_fd = self._open_parent(source, src)
@@ -316,7 +258,7 @@ class Sandbox:
                 try:
                     os.rename(src[-1], dst[-1], src_dir_fd=src_fd, dst_dir_fd=dst_fd)
                 except OSError as exc:
-                    raise self._os_refusal(source, exc) from None
+                    raise paths.os_refusal(source, exc) from None
             finally:
                 os.close(dst_fd)
         finally:
@@ -325,7 +267,7 @@ class Sandbox:
 
     def delete(self, path: PathArg) -> None:
         """Remove a regular file or an empty directory."""
-        parts = self._parts(path)
+        parts = paths.split_path(path)
         parent_fd = self._open_parent(path, parts)
         try:
             info = self._check_entry(path, parent_fd, parts[-1], allow_dir=True)
@@ -335,183 +277,33 @@ class Sandbox:
                 else:
                     os.unlink(parts[-1], dir_fd=parent_fd)
             except OSError as exc:
-                raise self._os_refusal(path, exc) from None
+                raise paths.os_refusal(path, exc) from None
         finally:
             os.close(parent_fd)
         self._total -= self._sizes.pop(parts, 0)
         self._dirs.discard(parts)
 
-    # ------------------------------------------------------------- checking
-    def _parts(self, path: object, *, allow_root: bool = False) -> tuple[str, ...]:
-        if isinstance(path, os.PathLike):
-            path = os.fspath(path)
-        if not isinstance(path, str):
-            raise TypeError(f"a sandbox path must be a str, got {type(path).__name__}")
-        if "\x00" in path:
-            raise SandboxError(path, "contains a NUL byte")
-        if path == "." and allow_root:
-            return ()
-        if not path:
-            raise SandboxError(path, "empty path")
-        if len(path) > MAX_PATH_CHARS:
-            raise SandboxError(path, f"longer than {MAX_PATH_CHARS} characters")
-        if path.startswith("/"):
-            raise SandboxError(path, "absolute paths are not allowed")
-        if "\\" in path:
-            raise SandboxError(path, "backslashes are not allowed")
-        parts = tuple(path.split("/"))
-        if len(parts) > MAX_DEPTH:
-            raise SandboxError(path, f"deeper than {MAX_DEPTH} levels")
-        for part in parts:
-            if part == "..":
-                raise SandboxError(path, "'..' would leave the sandbox")
-            if part == ".":
-                raise SandboxError(path, "'.' components are not allowed")
-            if not part:
-                raise SandboxError(path, "empty path component")
-            if len(part) > MAX_COMPONENT_CHARS:
-                raise SandboxError(path, f"a component is longer than {MAX_COMPONENT_CHARS} characters")
-            if not _NAME.fullmatch(part):
-                raise SandboxError(path, f"component {part!r} is not a plain name "
-                                         "(letters, digits, '_', '-', '.', inner spaces; no leading dot)")
-        return parts
-
+    # -------------------------------------------------------------- helpers
     def _require_open(self, path: object) -> int:
         if self._root is None:
             raise RuntimeError("the sandbox is closed; call reset() first")
         return self._root_fd
 
-    def _lstat(self, dir_fd: int, name: str) -> os.stat_result | None:
-        try:
-            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-
-    def _check_entry(self, path: object, dir_fd: int, name: str, *, allow_dir: bool) -> os.stat_result:
-        info = self._lstat(dir_fd, name)
-        if info is None:
-            raise SandboxError(path, "no such file or directory")
-        reason = _kind_refusal(info.st_mode, info.st_nlink, allow_dir=allow_dir)
-        if reason:
-            raise SandboxError(path, reason)
-        return info
-
-    def _os_refusal(self, path: object, exc: OSError) -> SandboxError:
-        if exc.errno == errno.ELOOP:
-            return SandboxError(path, "symbolic links are not followed")
-        if exc.errno == errno.ENOTDIR:
-            return SandboxError(path, "a path component is not a directory (or is a link)")
-        return SandboxError(path, os.strerror(exc.errno or 0) or str(exc))
-
-    # -------------------------------------------------------------- walking
-    def _open_dir(self, path: object) -> int:
-        parts = self._parts(path, allow_root=True)
-        root_fd = self._require_open(path)
-        if not parts:
-            return os.dup(root_fd)
-        parent_fd = self._open_parent(path, parts)
-        try:
-            return self._open_component(path, parent_fd, parts[-1])
-        finally:
-            os.close(parent_fd)
-
-    def _open_component(self, path: object, dir_fd: int, name: str) -> int:
-        try:
-            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            raise SandboxError(path, f"no such directory {name!r}") from None
-        except OSError as exc:
-            raise self._component_refusal(path, dir_fd, name, exc) from None
-
-    def _component_refusal(self, path: object, dir_fd: int, name: str, exc: OSError) -> SandboxError:
-        """Name why directory component ``name`` could not be entered."""
-        info = self._lstat(dir_fd, name) if exc.errno in (errno.ENOTDIR, errno.ELOOP) else None
-        if info is not None:
-            reason = _kind_refusal(info.st_mode, info.st_nlink, allow_dir=True)
-            return SandboxError(path, f"{name!r}: {reason or 'not a directory'}")
-        return self._os_refusal(path, exc)
-
-    def _walk_existing(self, path: object, parts: tuple[str, ...]) -> tuple[int, int]:
-        """Open the directories of ``parts[:-1]`` one by one without following links.
-        Returns a new descriptor of the deepest existing one and how many were opened."""
-        fd, owned = self._require_open(path), False
-        depth = 0
-        try:
-            for depth, name in enumerate(parts[:-1]):
-                try:
-                    next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    raise self._component_refusal(path, fd, name, exc) from None
-                if owned:
-                    os.close(fd)
-                fd, owned = next_fd, True
-            else:
-                depth = len(parts) - 1
-        except BaseException:
-            if owned:
-                os.close(fd)
-            raise
-        return (fd if owned else os.dup(fd)), depth
-
     def _open_parent(self, path: object, parts: tuple[str, ...]) -> int:
         """A descriptor of the existing directory holding ``parts[-1]``."""
-        fd, depth = self._walk_existing(path, parts)
-        if depth < len(parts) - 1:
-            os.close(fd)
-            raise SandboxError(path, f"no such directory {parts[depth]!r}")
-        return fd
+        return paths.open_parent(path, self._require_open(path), parts)
 
-    # -------------------------------------------------------------- writing
-    def _atomic_write(self, path: object, parent_fd: int, name: str, data: bytes) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        while True:
-            tmp = f"{_TMP_PREFIX}{os.getpid()}-{next(self._tmp_counter)}"
-            try:
-                fd = os.open(tmp, flags, 0o600, dir_fd=parent_fd)
-                break
-            except FileExistsError:
-                continue
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            # rename() replaces the directory entry itself: a link swapped in at
-            # ``name`` is replaced, never written through.
-            os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
-        except BaseException as exc:
-            try:
-                os.unlink(tmp, dir_fd=parent_fd)
-            except OSError:
-                pass
-            if isinstance(exc, OSError):
-                raise self._os_refusal(path, exc) from None
-            raise
+    def _lstat(self, dir_fd: int, name: str) -> os.stat_result | None:
+        """The entry itself, or ``None``: the one look every tool takes at its
+        target before using it by name (tests swap a link in right after it)."""
+        return paths.lstat_entry(dir_fd, name)
+
+    def _check_entry(self, path: object, dir_fd: int, name: str, *, allow_dir: bool) -> os.stat_result:
+        return paths.require_entry(path, self._lstat(dir_fd, name), allow_dir=allow_dir)
 
     def _make_dir(self, parts: tuple[str, ...]) -> None:
-        parent_fd = self._open_parent(parts, parts)
-        try:
-            os.mkdir(parts[-1], 0o700, dir_fd=parent_fd)
-        finally:
-            os.close(parent_fd)
+        paths.make_dir(self._require_open(parts), parts)
         self._dirs.add(parts)
-
-    def _remove_dirs(self, created: list[tuple[str, ...]]) -> None:
-        for parts in reversed(created):
-            try:
-                parent_fd = self._open_parent(parts, parts)
-            except (SandboxError, OSError):
-                continue
-            try:
-                os.rmdir(parts[-1], dir_fd=parent_fd)
-            except OSError:
-                pass
-            finally:
-                os.close(parent_fd)
 
     def _rekey(self, src: tuple[str, ...], dst: tuple[str, ...]) -> None:
         n = len(src)
