@@ -107,12 +107,15 @@ def plot_success(results: dict[str, Any], path: Path, *, window: int = 5) -> Non
     n_seeds = len(results["seeds"])
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
     kernel = np.ones(window) / window
-    for method in results["methods"]:
+    colours = plt.get_cmap("tab20").colors
+    styles = ("-", "--", "-.", ":")
+    for i, method in enumerate(results["methods"]):
         mean = np.asarray(results["per_task_success"][method], dtype=float)
         smooth = np.convolve(np.pad(mean, (window // 2, window - 1 - window // 2), mode="edge"), kernel, "valid")
         half = 1.96 * np.sqrt(np.clip(smooth * (1 - smooth), 0, None) / max(n_seeds * window, 1))
         x = np.arange(mean.size)
-        (line,) = ax.plot(x, smooth, label=method, linewidth=1.6)
+        (line,) = ax.plot(x, smooth, label=method, linewidth=1.6, color=colours[(2 * i) % 20 + (2 * i) // 20],
+                          linestyle=styles[i % len(styles)])
         ax.fill_between(x, np.clip(smooth - half, 0, 1), np.clip(smooth + half, 0, 1),
                         color=line.get_color(), alpha=0.12, linewidth=0)
     boundaries = np.flatnonzero(np.diff(phase_of_task)) + 1
