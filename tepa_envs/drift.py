@@ -20,9 +20,11 @@ class PhaseSchedule:
         self.starts = tuple(int(s) for s in np.cumsum((0,) + self.lengths[:-1]))
         self.total = int(sum(self.lengths))
         self._phase_of = np.repeat(np.arange(len(self.lengths)), self.lengths)
+        self._phase_list = self._phase_of.tolist()
+        self._starts_set = frozenset(self.starts[1:])
 
     def phase_of(self, t: int) -> int:
-        return int(self._phase_of[min(t, self.total - 1)])
+        return self._phase_list[t] if t < self.total else self._phase_list[-1]
 
     def phase_array(self) -> np.ndarray:
         return self._phase_of.copy()
@@ -31,7 +33,7 @@ class PhaseSchedule:
         return PHASE_NAMES[self.phase_of(t)]
 
     def starts_phase(self, t: int) -> bool:
-        return t in self.starts[1:]
+        return t in self._starts_set
 
 
 def changed_count(fraction: float, n_keys: int) -> int:

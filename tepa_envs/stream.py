@@ -62,7 +62,7 @@ class TaskStreamEnv(gym.Env[Any, np.int64]):
         self.trials_spent: Counter[str] = Counter()
         self._t = 0
         self._task: Task | None = None
-        self._last_line = ""
+        self._last_step: tuple[int, str, str, bool, str] | None = None
 
     # ------------------------------------------------------------ subclass API
     def _build(self, rng: np.random.Generator) -> None:
@@ -87,7 +87,7 @@ class TaskStreamEnv(gym.Env[Any, np.int64]):
         self.trials_spent.clear()
         self._t = 0
         self._task = self._present(0)
-        self._last_line = ""
+        self._last_step = None
         return self._observation(0, self._task), self._info(evidence=(), success=None)
 
     def step(self, action: Any):
@@ -95,12 +95,11 @@ class TaskStreamEnv(gym.Env[Any, np.int64]):
             raise RuntimeError("call reset() before step()")
         if self._t >= self.schedule.total:
             raise RuntimeError("the episode has ended; call reset() to start a new one")
-        if not self.action_space.contains(action):
+        if not self._valid_action(action):
             raise ValueError(f"action must be an int in [0, {self.action_space.n}), got {action!r}")
         value = self.values[int(action)]
         outcome = self._execute(self._t, self._task, value)
-        self._last_line = (f"t={self._t} [{self.schedule.name_of(self._t)}] {self._task.key}: "
-                           f"{value} -> {'ok' if outcome.success else 'fail'} ({outcome.message})")
+        self._last_step = (self._t, self._task.key, value, outcome.success, outcome.message)
         self._t += 1
         terminated = self._t >= self.schedule.total
         self._task = None if terminated else self._present(self._t)
@@ -111,10 +110,19 @@ class TaskStreamEnv(gym.Env[Any, np.int64]):
             self._task = Task("", "", "")
         return observation, float(outcome.success), terminated, False, info
 
+    def _valid_action(self, action: Any) -> bool:
+        if type(action) is int or (isinstance(action, np.integer)):
+            return 0 <= action < len(self.values)
+        return isinstance(action, np.ndarray) and self.action_space.contains(action)
+
     def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self._last_line + "\n"
-        return None
+        if self.render_mode != "ansi":
+            return None
+        if self._last_step is None:
+            return "\n"
+        t, key, value, success, message = self._last_step
+        return (f"t={t} [{self.schedule.name_of(t)}] {key}: {value} -> "
+                f"{'ok' if success else 'fail'} ({message})\n")
 
     # -------------------------------------------------------- language agents
     def choices(self, key: str) -> tuple[str, ...]:
