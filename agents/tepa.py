@@ -166,6 +166,9 @@ class TEPA(MemoryBase):
         live = self._live.get(key)
         if not live:
             return []
+        if len(live) == 1:
+            only = live[0]
+            return [only.record(self.alpha, self.beta)] if only.state is ACTIVE else []
         alpha, beta = self.alpha, self.beta
         records = [p.record(alpha, beta) for p in live if p.state is ACTIVE]
         if len(records) > 1:
