@@ -17,7 +17,6 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.fact_consolidation import FactConsolidationEnv
 from tepa_envs.fact_data import LENGTHS, SPLITS, check_length, check_seed, check_split
 
 from .agent import MemoryAgent

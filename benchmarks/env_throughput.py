@@ -31,12 +31,10 @@ def env_steps_per_second(env_id: str, steps: int, **kwargs: object) -> float:
     return steps / elapsed
 
 
-def agent_tasks_per_second(method: str, episodes: int) -> float:
-    env = gym.make("TEPA/RegimeDrift-v0")
+def agent_tasks_per_second(method: str, episodes: int, env_id: str = "TEPA/RegimeDrift-v0") -> float:
+    env = gym.make(env_id)
     start = time.perf_counter()
-    tasks = 0
-    for seed in range(episodes):
-        tasks += run_episode(env, MemoryAgent(method), seed).success.size
+    tasks = sum(run_episode(env, MemoryAgent(method), seed).success.size for seed in range(episodes))
     return tasks / (time.perf_counter() - start)
 
 

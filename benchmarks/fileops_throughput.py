@@ -19,38 +19,14 @@ import sys
 import tempfile
 import time
 
-import gymnasium as gym
-import numpy as np
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents import MemoryAgent, run_episode
 from tepa_envs.file_ops import default_sandbox_parent
 from tepa_envs.sandbox import Sandbox
 
+from env_throughput import agent_tasks_per_second, env_steps_per_second  # benchmarks/ is sys.path[0]
+
 ISSUE_METHODS = "no-memory,append-only,lww,reactive-forgetting,tepa,tepa-norev,oracle-reset"
-
-
-def env_steps_per_second(env_id: str, steps: int, **kwargs: object) -> float:
-    env = gym.make(env_id, **kwargs)
-    actions = np.random.default_rng(0).integers(0, env.action_space.n, size=steps)
-    env.reset(seed=0)
-    start = time.perf_counter()
-    for action in actions:
-        _, _, terminated, truncated, _ = env.step(int(action))
-        if terminated or truncated:
-            env.reset()
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
-
-
-def agent_tasks_per_second(env_id: str, method: str, episodes: int) -> float:
-    env = gym.make(env_id)
-    start = time.perf_counter()
-    tasks = sum(run_episode(env, MemoryAgent(method), seed).success.size for seed in range(episodes))
-    elapsed = time.perf_counter() - start
-    env.close()
-    return tasks / elapsed
 
 
 def tool_round_trips_per_second(rounds: int, parent: str | None) -> tuple[float, float]:
@@ -99,8 +75,8 @@ def main() -> None:
     print(f"TEPA/FileOps-v0              {files:>9.0f} steps/s  = {files / drift:.3f}x RegimeDrift")
     print(f"TEPA/FileOps-v0 (disk /tmp)  {disk:>9.0f} steps/s  = {disk / drift:.3f}x RegimeDrift")
     for method in ("no-memory", "tepa"):
-        ref = agent_tasks_per_second("TEPA/RegimeDrift-v0", method, args.episodes)
-        rate = agent_tasks_per_second("TEPA/FileOps-v0", method, args.episodes)
+        ref = agent_tasks_per_second(method, args.episodes, "TEPA/RegimeDrift-v0")
+        rate = agent_tasks_per_second(method, args.episodes, "TEPA/FileOps-v0")
         print(f"agent loop ({method:<9}) FileOps {rate:>7.0f} tasks/s vs RegimeDrift {ref:>7.0f} "
               f"= {rate / ref:.3f}x")
     checked, plain = tool_round_trips_per_second(2000, default_sandbox_parent())

@@ -87,7 +87,8 @@ def measure(n_keys: int) -> dict[str, float]:
         "tepa_retrieve": per_op(tepa_retrieve, n_queries),
         "scan_retrieve": per_op(lambda: [scan.retrieve(k) for k in scan_queries], len(scan_queries), repeats=1),
     }
-    del filled, scan
+    filled.reset()
+    scan.log.clear()
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]

@@ -127,7 +127,7 @@ def test_audit_log_replays_to_current_states():
 
 def test_replay_rejects_an_illegal_log():
     memory = TEPA()
-    t = feed(memory, [True, False, False])
+    feed(memory, [True, False, False])
     log = list(memory.audit_log)
     with pytest.raises(ValueError, match="illegal transition"):
         replay_audit(log + log[-1:])
