@@ -55,6 +55,9 @@ def _log(args: argparse.Namespace, message: str) -> None:
 
 def _parse_methods(text: str) -> list[str]:
     methods = [m.strip() for m in text.split(",") if m.strip()]
+    if "all" in methods:
+        methods = [m for m in methods if m != "all"]
+        methods = list(METHOD_NAMES) + [m for m in methods if m not in METHOD_NAMES]
     if not methods:
         raise UsageError("--methods is empty; valid names: " + ", ".join(METHOD_NAMES))
     return methods
@@ -203,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate any methods on any registered environment")
     run.add_argument("env_id")
     run.add_argument("--methods", required=True,
-                     help="comma-separated names or import paths 'package.module:ClassName'")
+                     help="comma-separated names or import paths 'package.module:ClassName'; "
+                          "'all' for every shipped method")
     run.add_argument("--env-kwargs", help="JSON object of environment kwargs")
     run.add_argument("--reader-kwargs", help="JSON object overriding the reader's parameters for every "
                      "method alike, e.g. '{\"follow_prob\": 0.99}'")

@@ -111,3 +111,13 @@ def test_reader_kwargs_apply_to_every_method_and_are_recorded(tmp_path):
 def test_bad_reader_kwargs_are_a_usage_error(capsys):
     assert main(["run", "TEPA/RegimeDrift-v0", "--methods", "tepa", "--reader-kwargs", '{"follow": 1}']) == 2
     assert "follow_prob" in capsys.readouterr().err
+
+
+def test_methods_all_expands_to_every_shipped_method_plus_user_methods(tmp_path):
+    from tepa_envs.agents import METHOD_NAMES
+
+    out = tmp_path / "all"
+    assert main(["run", "TEPA/RegimeDrift-v0", "--methods", "all,tepa_envs.agents.tepa:TEPANoRev",
+                 "--seeds", "1", "--workers", "1", "--out", str(out), "--quiet", "--env-kwargs", SMALL]) == 0
+    methods = json.loads((out / "results.json").read_text())["methods"]
+    assert methods == [*METHOD_NAMES, "tepa_envs.agents.tepa:TEPANoRev"]
