@@ -65,10 +65,11 @@ def test_tepa_invariants(raw):
                 previous = counts.get(pid, (0, 0))
                 assert record.support >= previous[0] and record.conflict >= previous[1]
                 counts[pid] = (record.support, record.conflict)
-            archived = {(r.key, r.value, r.created) for r in memory.archive}
             assert all(r.state is LifecycleState.REVOKED for r in memory.archive)
+            assert len(memory.archive) == sum(s is LifecycleState.REVOKED for s in states.values())
             for key in KEYS:
-                assert not any((r.key, r.value, r.created) in archived for r in memory.retrieve(key))
+                active = [r for r in memory.precedents(key) if r.state is LifecycleState.ACTIVE]
+                assert len(memory.retrieve(key)) == min(len(active), memory.top_k)
         assert replay_audit(memory.audit_log) == memory.states()
         if isinstance(memory, TEPANoRev):
             assert not memory.archive
