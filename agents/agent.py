@@ -36,11 +36,10 @@ class MemoryAgent:
         """Prepare for a new episode of ``env`` (reset the memory and the reader)."""
         self._env = env.unwrapped
         if self.reader is None:
-            self.reader = EvidenceReader(**getattr(self._env, "reader_params", {}))
+            self.reader = EvidenceReader.for_env(env)
         self.reader.reset(seed)
         self.memory.reset()
-        if hasattr(self.memory, "trial"):
-            self.memory.trial = getattr(self._env, "trial", None)
+        attach_trial(self.memory, env)
 
     def act(self, info: dict[str, Any]) -> Any:
         """Choose the action for the task described by ``info``."""
@@ -71,6 +70,13 @@ class MemoryAgent:
     def learn(self, info: dict[str, Any]) -> None:
         """Write the step's evidence; tell oracle methods about a true phase boundary."""
         write_step(self.memory, info)
+
+
+def attach_trial(memory: Memory, env: gym.Env) -> None:
+    """Give a memory that validates by execution (``trial`` attribute) the
+    environment's trial callback, or ``None`` when it offers none."""
+    if hasattr(memory, "trial"):
+        memory.trial = getattr(env.unwrapped, "trial", None)
 
 
 def write_step(memory: Memory, info: dict[str, Any]) -> None:

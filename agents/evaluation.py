@@ -21,7 +21,7 @@ from tepa_envs.core import PHASE_NAMES
 
 from .agent import MemoryAgent, run_episode
 from .reader import EvidenceReader
-from .registry import make_memory
+from .registry import make_memory_for
 from .statistics import bootstrap_ci, holm_bonferroni, memory_pollution_index, paired_permutation_test
 
 Progress = Callable[[int, int], None]
@@ -63,24 +63,13 @@ def check_env_id(env_id: str) -> None:
         raise ValueError(f"unknown environment {env_id!r}; registered TEPA environments: {', '.join(tepa_ids)}")
 
 
-def _memory_kwargs(env: gym.Env, method: str) -> dict[str, Any]:
-    table = getattr(env.unwrapped, "memory_kwargs", {}) or {}
-    return dict(table.get(method, {}))
-
-
-def make_reader(env: gym.Env, reader_kwargs: dict[str, Any] | None = None) -> EvidenceReader:
-    """The environment's reader (``reader_params``), with any overrides applied to every method alike."""
-    params = {**getattr(env.unwrapped, "reader_params", {}), **(reader_kwargs or {})}
-    return EvidenceReader(**params)
-
-
 def _run_job(job: tuple[str, dict[str, Any], str, int, dict[str, Any]]
              ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     env_id, env_kwargs, method, seed, reader_kwargs = job
     env = gym.make(env_id, **env_kwargs)
     try:
-        memory = make_memory(method, **_memory_kwargs(env, method))
-        result = run_episode(env, MemoryAgent(memory, make_reader(env, reader_kwargs)), seed)
+        memory = make_memory_for(env, method)
+        result = run_episode(env, MemoryAgent(memory, EvidenceReader.for_env(env, **reader_kwargs)), seed)
     finally:
         env.close()
     return result.success, result.phase, result.trials
@@ -97,11 +86,11 @@ def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[
     env = gym.make(env_id, **env_kwargs)
     try:
         try:
-            make_reader(env, reader_kwargs)
+            EvidenceReader.for_env(env, **(reader_kwargs or {}))
         except TypeError as exc:
             raise TypeError(f"bad reader kwargs {reader_kwargs}: {exc}; valid: follow_prob, stated_prob, seed") from None
         for method in methods:
-            make_memory(method, **_memory_kwargs(env, method))
+            make_memory_for(env, method)
     finally:
         env.close()
 

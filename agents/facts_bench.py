@@ -21,7 +21,7 @@ from tepa_envs.fact_data import LENGTHS, SPLITS, check_length, check_seed, check
 
 from .agent import MemoryAgent
 from .protocol import Memory
-from .registry import METHOD_NAMES, make_memory
+from .registry import make_memory, make_memory_for
 
 DEFAULT_METHODS: tuple[str, ...] = ("tepa", "lww", "tepa-norev", "append-only", "temporal-recency")
 DEFAULT_LENGTHS: tuple[str, ...] = tuple(LENGTHS)
@@ -42,10 +42,7 @@ def score_method(env: gym.Env, method: str | Memory, seed: int) -> tuple[float, 
     Memorize steps ignore their action, so the agent is asked to act only on
     question steps; it learns from every step.
     """
-    base = env.unwrapped
-    named = isinstance(method, str) and method in METHOD_NAMES
-    kwargs = getattr(base, "memory_kwargs", {}).get(method, {}) if named else {}
-    agent = MemoryAgent(make_memory(method, **kwargs))
+    agent = MemoryAgent(make_memory_for(env, method))
     _, info = env.reset(seed=seed)
     agent.reset(env, seed)
     hits: list[bool] = []

@@ -44,6 +44,13 @@ class EvidenceReader:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
+    @classmethod
+    def for_env(cls, env: object, **overrides: object) -> "EvidenceReader":
+        """The environment's reader (its ``reader_params``), with ``overrides``
+        applied; the same for every memory method."""
+        params = {**getattr(getattr(env, "unwrapped", env), "reader_params", {}), **overrides}
+        return cls(**params)  # type: ignore[arg-type]
+
     def reset(self, episode_seed: int | None = None) -> None:
         entropy = [self.seed] if episode_seed is None else [self.seed, episode_seed]
         self.rng = np.random.default_rng(entropy)

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.agents.agent import write_step
+from tepa_envs.agents.agent import attach_trial, write_step
 from tepa_envs.agents.protocol import Memory
 from tepa_envs.agents.registry import make_memory
 from tepa_envs.core import Record
@@ -79,8 +79,7 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         observation, info = self.env.reset(seed=seed, options=options)
         self.memory.reset()
-        if hasattr(self.memory, "trial"):
-            self.memory.trial = getattr(self.env.unwrapped, "trial", None)
+        attach_trial(self.memory, self.env)
         return self._augment(observation, info), info
 
     def step(self, action: Any):
