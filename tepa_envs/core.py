@@ -130,6 +130,13 @@ def check_positive_int(name: str, value: int) -> int:
     return value
 
 
+def check_trial_kind(kind: object) -> str:
+    """Validate a trial kind (one of :data:`TRIAL_KINDS`)."""
+    if kind not in TRIAL_KINDS:
+        raise ValueError(f"trial kind must be one of {TRIAL_KINDS}, got {kind!r}")
+    return kind  # type: ignore[return-value]
+
+
 def check_phase_lengths(phase_lengths: object) -> tuple[int, int, int, int]:
     """Validate the lengths of the four phases (stable, light drift, reversal, return)."""
     if not isinstance(phase_lengths, (tuple, list)) or len(phase_lengths) != len(PHASE_NAMES):

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from .core import PHASE_NAMES, TRIAL_KINDS, Evidence
+from .core import PHASE_NAMES, Evidence, check_trial_kind
 from .drift import PhaseSchedule
 
 
@@ -38,7 +38,28 @@ class Outcome:
     message: str
 
 
-class TaskStreamEnv(gym.Env[Any, np.int64]):
+class ValueActions:
+    """Named values a reader chooses among, mapped to ``Discrete`` actions by index."""
+
+    values: tuple[str, ...]
+
+    def _set_values(self, values: Sequence[str]) -> None:
+        self.values = tuple(values)
+        self._value_index = {v: i for i, v in enumerate(self.values)}
+
+    def choices(self, key: str) -> tuple[str, ...]:
+        """The values a reader may choose among for ``key``."""
+        return self.values
+
+    def to_action(self, value: str) -> int:
+        """The action that uses ``value``; ``ValueError`` for an unknown value."""
+        try:
+            return self._value_index[value]
+        except KeyError:
+            raise ValueError(f"unknown value {value!r}; valid values: {', '.join(self.values)}") from None
+
+
+class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     """A stream of tasks over four phases whose hidden rules drift.
 
     The action picks one of :attr:`values` by index. Language agents use
@@ -56,8 +77,7 @@ class TaskStreamEnv(gym.Env[Any, np.int64]):
             )
         self.render_mode = render_mode
         self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
-        self.values: tuple[str, ...] = tuple(values)
-        self._value_index = {v: i for i, v in enumerate(self.values)}
+        self._set_values(values)
         self.action_space = gym.spaces.Discrete(len(self.values))
         self.trials_spent: Counter[str] = Counter()
         self._t = 0
@@ -125,25 +145,13 @@ class TaskStreamEnv(gym.Env[Any, np.int64]):
                 f"{'ok' if success else 'fail'} ({message})\n")
 
     # -------------------------------------------------------- language agents
-    def choices(self, key: str) -> tuple[str, ...]:
-        """The values a reader may choose among for ``key``."""
-        return self.values
-
-    def to_action(self, value: str) -> int:
-        """The action that uses ``value``; ``ValueError`` for an unknown value."""
-        try:
-            return self._value_index[value]
-        except KeyError:
-            raise ValueError(f"unknown value {value!r}; valid values: {', '.join(self.values)}") from None
-
     def trial(self, kind: str, key: str, value: str) -> bool:
         """Run a held-out trial task: does ``value`` work for ``key`` now?
 
         Trials never advance the stream or change its outcomes; they are counted
         per kind in :attr:`trials_spent`.
         """
-        if kind not in TRIAL_KINDS:
-            raise ValueError(f"trial kind must be one of {TRIAL_KINDS}, got {kind!r}")
+        check_trial_kind(kind)
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError("trial key and value must be strings")
         if self._task is None:

@@ -18,15 +18,16 @@ from pettingzoo.utils import conversions, wrappers
 
 from tepa_envs.agents.protocol import Memory
 from tepa_envs.agents.registry import make_memory
-from tepa_envs.core import PHASE_NAMES, TRIAL_KINDS, Evidence, check_positive_int, check_probability
+from tepa_envs.core import PHASE_NAMES, Evidence, check_positive_int, check_probability, check_trial_kind
 from tepa_envs.drift import PhaseSchedule, draw_phase_values
 from tepa_envs.regime_drift import key_names, task_context
+from tepa_envs.stream import ValueActions
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, action_of, memory_view, top_record
 
 COUNT_CAP = 1000
 
 
-class SharedDriftParallelEnv(ParallelEnv):
+class SharedDriftParallelEnv(ValueActions, ParallelEnv):
     """
     ## Description
 
@@ -133,8 +134,7 @@ class SharedDriftParallelEnv(ParallelEnv):
         stride = keys_per_agent - shared_keys
         self.n_keys = n_agents * stride
         self.keys = key_names(self.n_keys)
-        self.values = tuple(f"tool_{i}" for i in range(n_tools))
-        self._value_index = {v: i for i, v in enumerate(self.values)}
+        self._set_values(f"tool_{i}" for i in range(n_tools))
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.agent_keys = np.array([[(i * stride + j) % self.n_keys for j in range(keys_per_agent)]
@@ -191,19 +191,9 @@ class SharedDriftParallelEnv(ParallelEnv):
         return task_context(t, key, self.values)
 
     # -------------------------------------------------------- language agents
-    def choices(self, key: str) -> tuple[str, ...]:
-        return self.values
-
-    def to_action(self, value: str) -> int:
-        try:
-            return self._value_index[value]
-        except KeyError:
-            raise ValueError(f"unknown value {value!r}; valid values: {', '.join(self.values)}") from None
-
     def trial(self, kind: str, key: str, value: str) -> bool:
         """Held-out trial for TEPA-Full: does ``value`` work for ``key`` now? Never advances the world."""
-        if kind not in TRIAL_KINDS:
-            raise ValueError(f"trial kind must be one of {TRIAL_KINDS}, got {kind!r}")
+        check_trial_kind(kind)
         if key not in self._key_index:
             return False
         return self.values[self._correct(self._t, self._key_index[key])] == value
