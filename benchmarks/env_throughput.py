@@ -51,7 +51,7 @@ def main() -> None:
         rate = agent_tasks_per_second(method, args.episodes)
         print(f"agent loop ({method:<11}) {rate:>8.0f} tasks/s  = {rate / cartpole:.2f}x CartPole-v1 steps")
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tepa_envs.agents.cli", "reproduce", "controlled", "--quiet"],
+    subprocess.run([sys.executable, "-m", "tepa_envs.agents.evaluation.cli", "reproduce", "controlled", "--quiet"],
                    check=True, capture_output=True)
     print(f"tepa-bench reproduce controlled (50 seeds, 13 methods + key noise): "
           f"{time.perf_counter() - start:.1f}s wall")

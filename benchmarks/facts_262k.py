@@ -25,11 +25,11 @@ import gymnasium as gym
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import TEPA
-from tepa_envs.agents.facts_bench import score_method
+from tepa_envs.agents.evaluation.facts import score_method
 from tepa_envs.core import Evidence, LifecycleState, Record
-from tepa_envs.fact_consolidation import EpisodeData, parse_facts, prepare_record
-from tepa_envs.fact_data import generate_records
-from tepa_envs.fact_metric import substring_exact_match
+from tepa_envs.facts.env import EpisodeData, parse_facts, prepare_record
+from tepa_envs.facts.data import generate_records
+from tepa_envs.facts.metric import substring_exact_match
 
 
 class AppendAndScan:

@@ -21,8 +21,8 @@ import time
 
 
 import tepa_envs  # noqa: F401
-from tepa_envs.file_ops import default_sandbox_parent
-from tepa_envs.sandbox import Sandbox
+from tepa_envs.file_ops.env import default_sandbox_parent
+from tepa_envs.file_ops.sandbox import Sandbox
 
 from env_throughput import agent_tasks_per_second, env_steps_per_second  # benchmarks/ is sys.path[0]
 
@@ -84,7 +84,7 @@ def main() -> None:
           f"= {checked / plain:.2f}x")
     if args.no_cli:
         return
-    cli = [sys.executable, "-m", "tepa_envs.agents.cli"]
+    cli = [sys.executable, "-m", "tepa_envs.agents.evaluation.cli"]
     with tempfile.TemporaryDirectory() as out:
         wall = timed(cli + ["reproduce", "executable", "--quiet", "--out", out])
         print(f"tepa-bench reproduce executable (50 seeds, all methods, 2 workers): {wall:.1f}s wall")

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from .core import PHASE_NAMES, AuditEvent, Evidence, LifecycleState, Record
+from tepa_envs.core import PHASE_NAMES, AuditEvent, Evidence, LifecycleState, Record
 
 __all__ = ["PHASE_NAMES", "AuditEvent", "Evidence", "LifecycleState", "Record", "ENV_IDS"]
 __version__ = "0.1.0"
 
 _ENTRY_POINTS = {
-    "TEPA/RegimeDrift-v0": "tepa_envs.regime_drift:RegimeDriftEnv",
-    "TEPA/FileOps-v0": "tepa_envs.file_ops:FileOpsEnv",
-    "TEPA/PreferenceStream-v0": "tepa_envs.preference_stream:PreferenceStreamEnv",
-    "TEPA/FactConsolidation-v0": "tepa_envs.fact_consolidation:FactConsolidationEnv",
+    "TEPA/RegimeDrift-v0": "tepa_envs.regime_drift.env:RegimeDriftEnv",
+    "TEPA/FileOps-v0": "tepa_envs.file_ops.env:FileOpsEnv",
+    "TEPA/PreferenceStream-v0": "tepa_envs.preferences.env:PreferenceStreamEnv",
+    "TEPA/FactConsolidation-v0": "tepa_envs.facts.env:FactConsolidationEnv",
 }
 _VECTOR_ENTRY_POINTS = {
-    "TEPA/RegimeDrift-v0": "tepa_envs.vector:RegimeDriftVectorEnv",
+    "TEPA/RegimeDrift-v0": "tepa_envs.regime_drift.vector:RegimeDriftVectorEnv",
 }
 ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
 

@@ -7,9 +7,9 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.agents.agent import attach_trial, write_step
-from tepa_envs.agents.protocol import Memory
-from tepa_envs.agents.registry import make_memory
+from tepa_envs.agents.readers.agent import attach_trial, write_step
+from tepa_envs.agents.memories.protocol import Memory
+from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.core import Record
 
 MEMORY_ENTRIES = ("memory_value", "memory_validity", "memory_support", "memory_conflict")

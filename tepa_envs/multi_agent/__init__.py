@@ -6,6 +6,6 @@
     aec = shared_drift_v0.env(memory="tepa", shared_memory=False)
 """
 
-from . import shared_drift_v0
+from tepa_envs.multi_agent import shared_drift_v0
 
 __all__ = ["shared_drift_v0"]

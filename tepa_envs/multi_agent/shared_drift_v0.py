@@ -16,12 +16,12 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils import conversions, wrappers
 
-from tepa_envs.agents.protocol import Memory
-from tepa_envs.agents.registry import make_memory
+from tepa_envs.agents.memories.protocol import Memory
+from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.core import PHASE_NAMES, Evidence, check_positive_int, check_probability, check_trial_kind
-from tepa_envs.drift import PhaseSchedule, draw_phase_values
-from tepa_envs.regime_drift import key_names, task_context
-from tepa_envs.stream import ValueActions
+from tepa_envs.core.schedule import PhaseSchedule, draw_phase_values
+from tepa_envs.regime_drift.env import key_names, task_context
+from tepa_envs.core.stream import ValueActions
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, action_of, memory_view, top_record
 
 COUNT_CAP = 1000

@@ -1,0 +1,26 @@
+"""Memory methods: the protocol, the registry of shipped methods, and each method."""
+
+from tepa_envs.agents.memories.baselines import (
+    AppendOnly,
+    ConflictAwareRecency,
+    LastWriteWins,
+    NoMemory,
+    SlidingWindow,
+    TemporalRecency,
+)
+from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
+from tepa_envs.agents.memories.lexical import BM25Index
+from tepa_envs.agents.memories.lww_validation import LWWValidation
+from tepa_envs.agents.memories.protocol import Memory, MemoryBase
+from tepa_envs.agents.memories.registry import METHOD_NAMES, METHODS, load_class, make_memory
+from tepa_envs.agents.memories.semantic import SemanticRetrieval
+from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, replay_audit
+from tepa_envs.agents.memories.tepa_full import TEPAFull
+from tepa_envs.agents.memories.trials import TrialGate
+
+__all__ = [
+    "AppendOnly", "BM25Index", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
+    "METHOD_NAMES", "Memory", "MemoryBase", "NoMemory", "OracleReset", "ReactiveForgetting",
+    "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TemporalRecency", "TrialGate",
+    "load_class", "make_memory", "replay_audit",
+]

@@ -1,0 +1,89 @@
+"""Memory methods by CLI name, and loading a user's own method by import path."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from tepa_envs.agents.memories.baselines import AppendOnly, ConflictAwareRecency, LastWriteWins, NoMemory, SlidingWindow, TemporalRecency
+from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
+from tepa_envs.agents.memories.protocol import Memory
+from tepa_envs.agents.memories.semantic import SemanticRetrieval
+from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev
+from tepa_envs.agents.memories.tepa_full import TEPAFull
+from tepa_envs.agents.memories.lww_validation import LWWValidation
+
+METHODS: dict[str, Callable[..., Memory]] = {
+    "no-memory": NoMemory,
+    "append-only": AppendOnly,
+    "lww": LastWriteWins,
+    "temporal-recency": TemporalRecency,
+    "sliding-window": SlidingWindow,
+    "reactive-forgetting": ReactiveForgetting,
+    "conflict-aware-recency": ConflictAwareRecency,
+    "semantic-retrieval": SemanticRetrieval,
+    "tepa": TEPA,
+    "tepa-norev": TEPANoRev,
+    "tepa-full": TEPAFull,
+    "lww-validation": LWWValidation,
+    "oracle-reset": OracleReset,
+}
+METHOD_NAMES: tuple[str, ...] = tuple(METHODS)
+
+
+def is_memory(obj: object) -> bool:
+    """Whether ``obj`` offers the three methods of the memory protocol."""
+    return all(callable(getattr(obj, attr, None)) for attr in ("observe", "retrieve", "reset"))
+
+
+def load_class(path: str) -> Callable[..., Any]:
+    """Import ``package.module:ClassName``; ``ValueError`` when it cannot be found."""
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"import path must look like 'package.module:ClassName', got {path!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {module_name!r} for memory {path!r}: {exc}") from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"{path!r} is not a class or factory")
+    return target
+
+
+def make_memory(spec: str | Memory, **kwargs: Any) -> Memory:
+    """A memory by CLI name (``"tepa"``), by import path (``"pkg.mod:Class"``), or as given."""
+    if not isinstance(spec, str):
+        if kwargs:
+            raise TypeError("keyword arguments apply only when the memory is given by name")
+        if not is_memory(spec):
+            raise TypeError(f"{type(spec).__name__} is not a memory: it needs observe, retrieve and reset")
+        return spec
+    if ":" in spec:
+        factory = load_class(spec)
+    elif spec in METHODS:
+        factory = METHODS[spec]
+    else:
+        raise ValueError(f"unknown memory method {spec!r}; valid names: {', '.join(METHOD_NAMES)} "
+                         "or an import path 'package.module:ClassName'")
+    try:
+        memory = factory(**kwargs)
+    except TypeError as exc:
+        raise TypeError(f"bad arguments for memory {spec!r}: {exc}") from exc
+    if not is_memory(memory):
+        raise TypeError(f"{spec!r} did not produce a memory: it needs observe, retrieve and reset")
+    if not isinstance(getattr(memory, "name", None), str):
+        raise TypeError(f"memory {spec!r} must have a string attribute 'name'")
+    return memory
+
+
+def make_memory_for(env: Any, spec: str | Memory) -> Memory:
+    """:func:`make_memory` with the kwargs the environment asks for this method
+    (its ``memory_kwargs``, e.g. lexical retrieval on FactConsolidation)."""
+    table = getattr(getattr(env, "unwrapped", env), "memory_kwargs", {}) or {}
+    kwargs = table.get(spec, {}) if isinstance(spec, str) else {}
+    return make_memory(spec, **kwargs)

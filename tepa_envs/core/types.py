@@ -1,0 +1,111 @@
+"""Shared types of tepa-envs: evidence, records, lifecycle states, phases, trials.
+
+Every environment emits :class:`Evidence`; every memory method returns
+:class:`Record` objects. These types are defined here once and imported
+everywhere else.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+PHASE_NAMES: tuple[str, ...] = ("stable", "light_drift", "full_reversal", "partial_return")
+TRIAL_KINDS: tuple[str, ...] = ("support", "counterfactual", "contamination")
+
+TrialFn = Callable[[str, str, str], bool]
+"""``trial(kind, key, value) -> bool``: does ``value`` work for ``key`` under the
+current hidden state? ``kind`` is one of :data:`TRIAL_KINDS` and is used by the
+environment only for accounting. Trials never advance the task stream."""
+
+
+class LifecycleState(str, enum.Enum):
+    """State of a memory record. Baselines report every record as ``ACTIVE``."""
+
+    HYPOTHESIS = "hypothesis"
+    ACTIVE = "active"
+    REVOKED = "revoked"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One thing a step revealed.
+
+    ``outcome=True/False``: the agent used ``value`` for ``key`` and it worked /
+    failed. ``outcome=None``: an asserted observation (a stated fact or
+    preference) with no action behind it.
+    """
+
+    key: str
+    value: str
+    t: int
+    outcome: bool | None
+    source: str = "env"
+
+    def __post_init__(self) -> None:
+        validate_evidence(self)
+
+
+class Record(NamedTuple):
+    """What a memory shows the agent for one key: a value and its standing.
+
+    An immutable snapshot (a named tuple, cheap to build on every retrieval);
+    ``score`` is the memory's own ranking score (TEPA: the posterior validity).
+    """
+
+    key: str
+    value: str
+    support: int
+    conflict: int
+    state: LifecycleState
+    created: int
+    updated: int
+    score: float = 0.0
+
+    @property
+    def validity(self) -> float:
+        """Beta(1, 1) posterior mean of the record's support and conflict counts."""
+        return (self.support + 1.0) / (self.support + self.conflict + 2.0)
+
+
+class AuditEvent(NamedTuple):
+    """One lifecycle transition of a precedent, kept in an append-only log."""
+
+    precedent_id: int
+    key: str
+    value: str
+    from_state: LifecycleState | None
+    to_state: LifecycleState
+    t: int
+    reason: str
+
+
+def validate_evidence(evidence: object, last_t: int | None = None) -> None:
+    """Raise ``TypeError``/``ValueError`` naming the field when evidence is malformed.
+
+    ``last_t`` is the newest time a memory has seen; evidence older than that is
+    refused because memories are written in stream order.
+    """
+    if not isinstance(evidence, Evidence):
+        raise TypeError(f"evidence must be an Evidence, got {type(evidence).__name__}")
+    if not isinstance(evidence.key, str):
+        raise TypeError(f"evidence.key must be a str, got {type(evidence.key).__name__}")
+    if not evidence.key.strip():
+        raise ValueError("evidence.key must be a non-empty string")
+    if not isinstance(evidence.value, str):
+        raise TypeError(f"evidence.value must be a str, got {type(evidence.value).__name__}")
+    if isinstance(evidence.t, bool) or not isinstance(evidence.t, int):
+        raise TypeError(f"evidence.t must be an int, got {type(evidence.t).__name__}")
+    if evidence.t < 0:
+        raise ValueError(f"evidence.t must be >= 0, got {evidence.t}")
+    if evidence.outcome is not None and not isinstance(evidence.outcome, bool):
+        raise TypeError(
+            f"evidence.outcome must be True, False or None, got {evidence.outcome!r}"
+        )
+    if not isinstance(evidence.source, str):
+        raise TypeError(f"evidence.source must be a str, got {type(evidence.source).__name__}")
+    if last_t is not None and evidence.t < last_t:
+        raise ValueError(
+            f"evidence.t went backwards: {evidence.t} after {last_t} (key {evidence.key!r})"
+        )

@@ -1,0 +1,271 @@
+"""TEPA/FactConsolidation-v0: MemoryAgentBench-style fact consolidation as a Gymnasium env."""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from tepa_envs.core import Evidence, check_positive_int
+from tepa_envs.facts.data import check_length, check_split, generate_records
+from tepa_envs.facts.loader import load_records, parse_context, parse_fact, parse_questions, select_record
+from tepa_envs.facts.metric import substring_exact_match
+
+PHASES = ("memorize", "questions")
+ANSWER_CHARSET = frozenset(string.ascii_letters + string.digits + " .,'-?!:;()&/")
+MAX_ANSWER_LENGTH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    text: str
+    answers: tuple[str, ...]
+    key: str              # first-hop key, "" when the question is in unknown templates
+    chain: tuple[str, ...]  # relations after the first hop
+    qa_pair_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeData:
+    """One record as the environment streams it."""
+
+    facts: tuple[tuple[int, str], ...]      # (serial, text) in stream order
+    evidence: tuple[Evidence | None, ...]   # per fact; None when its template is unknown
+    questions: tuple[Question, ...]
+    source: str
+
+    @property
+    def unparsed_facts(self) -> int:
+        return sum(e is None for e in self.evidence)
+
+
+ParsedFacts = tuple[tuple[tuple[int, str], ...], tuple[Evidence | None, ...], frozenset[str]]
+
+
+def parse_facts(context: str) -> ParsedFacts:
+    """The context's facts in serial order, their evidence, and the keys they state."""
+    facts = tuple(sorted(parse_context(context), key=lambda f: f[0]))
+    evidence: list[Evidence | None] = []
+    for serial, text in facts:
+        parsed = parse_fact(text)
+        evidence.append(None if parsed is None else Evidence(parsed[0], parsed[1], serial, None, "fact"))
+    return facts, tuple(evidence), frozenset(e.key for e in evidence if e is not None)
+
+
+def prepare_record(record: dict[str, Any], parsed: ParsedFacts | None = None) -> EpisodeData:
+    """Parse a validated record: facts to evidence, questions to keys and chains.
+
+    ``parsed`` is :func:`parse_facts` of the record's context when already known.
+    """
+    facts, evidence, known_keys = parse_facts(record["context"]) if parsed is None else parsed
+    ids = record["metadata"].get("qa_pair_ids") or [
+        f"{record['metadata'].get('source', 'factconsolidation')}_no{i}" for i in range(len(record["questions"]))]
+    questions = []
+    for text, answers, qid in zip(record["questions"], record["answers"], ids):
+        reading = next((r for r in parse_questions(text) if r[0] in known_keys), ("", []))
+        questions.append(Question(text, tuple(answers), reading[0], tuple(reading[1]), qid))
+    return EpisodeData(facts, evidence, tuple(questions), str(record["metadata"].get("source", "")))
+
+
+@lru_cache(maxsize=4)
+def generated_episode(length: str, seed: int, split: str) -> EpisodeData:
+    """The generated record of one split, parsed (cached; both splits share one parse)."""
+    records, parsed = _generated(length, seed)
+    return prepare_record(records[split], parsed)
+
+
+@lru_cache(maxsize=2)
+def _generated(length: str, seed: int) -> tuple[dict[str, dict], ParsedFacts]:
+    records = generate_records(length, seed)
+    return records, parse_facts(records["sh"]["context"])
+
+
+class FactConsolidationEnv(gym.Env):
+    """
+    ## Description
+
+    MemoryAgentBench's FactConsolidation task as an episode. A numbered list of
+    facts (``"12. Doka Letubu is married to Nuki Boputi."``) is streamed in
+    chunks; some facts are later overridden by counterfactual ones with a
+    higher serial number, and the newer fact is the true one. Then questions
+    are asked one per step: single-hop (``split="sh"``: "Who is Doka Letubu
+    married to?") or multi-hop (``split="mh"``: 2-4 hops, "In which city did
+    the spouse of Doka Letubu pass away?"), each hop possibly overridden.
+
+    By default the records come from the offline generator
+    (:mod:`tepa_envs.facts.data`, 455 / 2,310 / 4,580 / 18,332 facts at 6k /
+    32k / 64k / 262k tokens, 100 questions per split) and are rebuilt from the
+    reset seed. With ``data_path`` the environment streams real
+    MemoryAgentBench records from a local JSON, JSONL or parquet file instead;
+    facts and questions in templates the parser does not know are still shown
+    in ``info["context"]`` but yield no evidence / no key.
+
+    ## Action Space
+
+    ``Text(256)``: the answer. Memorize steps accept and ignore any string.
+
+    ## Observation Space
+
+    ``Dict(phase=Discrete(2), progress=Box(0, 1, (1,)))``: 0 while memorizing,
+    1 while answering, and the fraction of the episode's steps taken.
+
+    ## Rewards
+
+    On question steps 1.0 when the answer is a substring exact match of a gold
+    alias after MemoryAgentBench's normalisation, else 0.0. Memorize steps: 0.0.
+
+    ## Episode End
+
+    Terminates after the last question; there is no truncation.
+
+    ## Evidence and info
+
+    ``info["key"]`` is the question's first-hop key ``subject|relation`` (``""``
+    on memorize steps), ``info["chain"]`` the further relations of a multi-hop
+    question, ``info["context"]`` the chunk of numbered facts or the question.
+    After a memorize step ``info["evidence"]`` holds the chunk's facts as
+    asserted :class:`~tepa_envs.core.Evidence` (``outcome=None``,
+    ``t`` = serial number, ``source="fact"``); after a question step
+    ``info["success"]`` and ``info["answer"]`` report the scoring. The oracle
+    phases are ``memorize`` (0) and ``questions`` (1); ``oracle-reset`` is not
+    meaningful here (it would clear the memory before the first question).
+
+    ## Arguments
+
+    * ``split``: ``"sh"`` or ``"mh"``.
+    * ``length``: ``"6k"``, ``"32k"``, ``"64k"`` or ``"262k"``.
+    * ``chunk_facts``: facts per memorize step (default 40, about 540 tokens).
+    * ``data_path``: optional local file of MemoryAgentBench records; the record
+      whose ``metadata.source`` is ``factconsolidation_<split>_<length>`` is used.
+    * ``render_mode``: ``None`` or ``"ansi"``.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    # Free-text answers: the reader states the first value its prompt shows.
+    reader_params: dict[str, float] = {"follow_prob": 1.0}
+    # The paper's append-only and recency baselines retrieved by lexical top-k.
+    memory_kwargs: dict[str, dict[str, Any]] = {
+        "append-only": {"retrieval": "lexical"},
+        "temporal-recency": {"retrieval": "lexical"},
+        "conflict-aware-recency": {"retrieval": "lexical"},
+        "reactive-forgetting": {"retrieval": "lexical"},
+    }
+
+    def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
+                 data_path: str | Path | None = None, render_mode: str | None = None) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
+                             f"got {render_mode!r}")
+        self.split = check_split(split)
+        self.length = check_length(length)
+        self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
+        self.render_mode = render_mode
+        self.data_path = None if data_path is None else Path(data_path)
+        self._loaded = (None if self.data_path is None
+                        else prepare_record(select_record(load_records(self.data_path), split, length)))
+        self.observation_space = gym.spaces.Dict({
+            "phase": gym.spaces.Discrete(2),
+            "progress": gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
+        })
+        self.action_space = gym.spaces.Text(MAX_ANSWER_LENGTH, min_length=0,
+                                            charset="".join(sorted(ANSWER_CHARSET)))
+        self.data: EpisodeData | None = None
+        self._t = 0
+        self._last_line = ""
+
+    # --------------------------------------------------------------- gymnasium
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if self._loaded is not None:
+            self.data = self._loaded
+        else:
+            data_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+            self.data = generated_episode(self.length, int(data_seed), self.split)
+        self._n_chunks = -(-len(self.data.facts) // self.chunk_facts)
+        self._n_steps = self._n_chunks + len(self.data.questions)
+        self._t = 0
+        self._last_line = ""
+        return self._observation(), self._info((), None, "")
+
+    def step(self, action: Any):
+        if self.data is None:
+            raise RuntimeError("call reset() before step()")
+        if self._t >= self._n_steps:
+            raise RuntimeError("the episode has ended; call reset() to start a new one")
+        if not isinstance(action, str):
+            raise ValueError(f"action must be a str answer, got {type(action).__name__}")
+        success: bool | None = None
+        evidence: tuple[Evidence, ...] = ()
+        if self._t < self._n_chunks:
+            start = self._t * self.chunk_facts
+            evidence = tuple(e for e in self.data.evidence[start:start + self.chunk_facts] if e is not None)
+            self._last_line = f"memorize chunk {self._t + 1}/{self._n_chunks}: {len(evidence)} facts"
+        else:
+            question = self.data.questions[self._t - self._n_chunks]
+            success = substring_exact_match(action, question.answers) > 0.0
+            self._last_line = (f"{question.qa_pair_id}: {question.text} -> {action!r} "
+                               f"({'ok' if success else 'wrong'}; gold {question.answers[0]!r})")
+        self._t += 1
+        terminated = self._t >= self._n_steps
+        reward = 1.0 if success else 0.0
+        return self._observation(), reward, terminated, False, self._info(evidence, success, action)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_line + "\n"
+        return None
+
+    # -------------------------------------------------------- language agents
+    def choices(self, key: str) -> tuple[str, ...]:
+        """Answers are free text: there is no list of values to choose among."""
+        return ()
+
+    def to_action(self, value: str) -> str:
+        """The action that states ``value`` as the answer."""
+        if not isinstance(value, str):
+            raise TypeError(f"value must be a str, got {type(value).__name__}")
+        return value
+
+    @property
+    def n_memorize_steps(self) -> int:
+        if self.data is None:
+            raise RuntimeError("call reset() first")
+        return self._n_chunks
+
+    # ------------------------------------------------------------------ helpers
+    def _observation(self) -> dict[str, Any]:
+        phase = int(self.data is not None and self._t >= self._n_chunks)
+        progress = 0.0 if self.data is None else self._t / self._n_steps
+        return {"phase": phase, "progress": np.array([progress], dtype=np.float32)}
+
+    def _info(self, evidence: tuple[Evidence, ...], success: bool | None, answer: str) -> dict[str, Any]:
+        assert self.data is not None
+        info: dict[str, Any] = {"key": "", "context": "", "evidence": list(evidence), "t": self._t}
+        if success is not None:
+            info["success"] = success
+            info["answer"] = answer
+        if self._t >= self._n_steps:
+            return info
+        if self._t < self._n_chunks:
+            start = self._t * self.chunk_facts
+            chunk = self.data.facts[start:start + self.chunk_facts]
+            info["context"] = "\n".join(f"{serial}. {text}" for serial, text in chunk)
+            correct, phase = "", 0
+        else:
+            question = self.data.questions[self._t - self._n_chunks]
+            info["key"], info["context"] = question.key, question.text
+            if question.chain:
+                info["chain"] = list(question.chain)
+            info["qa_pair_id"] = question.qa_pair_id
+            correct, phase = question.answers[0], 1
+        info["oracle"] = {"phase": phase, "phase_name": PHASES[phase],
+                          "phase_changed": self._t == self._n_chunks and self._t > 0,
+                          "correct": correct}
+        if phase == 1:
+            info["oracle"]["answers"] = list(self.data.questions[self._t - self._n_chunks].answers)
+        return info

@@ -1,0 +1,195 @@
+"""Reading, writing and parsing FactConsolidation records.
+
+* :func:`write_records` / :func:`load_records`: JSON (a list of records or one
+  record), JSONL (one record a line) and, for reading only, parquet (through
+  pandas/pyarrow when installed). Records are validated against
+  MemoryAgentBench's schema on load.
+* :func:`parse_context`: the numbered facts of a context.
+* :func:`parse_fact` / :func:`parse_questions`: facts and questions in the
+  generator's templates, turned into ``subject|relation`` keys and relation
+  chains. Text in other templates does not parse (``None`` / ``[]``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from tepa_envs.facts.data import RELATIONS, check_length, check_split, source_name
+
+_LINE = re.compile(r"^\s*(\d+)\.\s+(.*\S)\s*$")
+
+
+# ------------------------------------------------------------------ schema
+def validate_record(record: object, where: str = "record") -> dict[str, Any]:
+    """Check one record against the FactConsolidation schema; normalise answers to lists."""
+    if not isinstance(record, dict):
+        raise TypeError(f"{where} must be a dict, got {type(record).__name__}")
+    missing = [f for f in ("context", "questions", "answers") if f not in record]
+    if missing:
+        raise ValueError(f"{where} lacks field(s) {', '.join(missing)}")
+    if not isinstance(record["context"], str) or not record["context"].strip():
+        raise ValueError(f"{where}.context must be a non-empty string")
+    questions, answers = list(record["questions"]), list(record["answers"])
+    if not all(isinstance(q, str) for q in questions):
+        raise ValueError(f"{where}.questions must be a list of strings")
+    if len(questions) != len(answers):
+        raise ValueError(f"{where} has {len(questions)} questions but {len(answers)} answers")
+    aliases: list[list[str]] = []
+    for i, answer in enumerate(answers):
+        listed = [answer] if isinstance(answer, str) else list(answer)
+        if not listed or not all(isinstance(a, str) for a in listed):
+            raise ValueError(f"{where}.answers[{i}] must be a string or a non-empty list of strings")
+        aliases.append(listed)
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{where}.metadata must be a dict")
+    metadata = dict(metadata)
+    if "qa_pair_ids" in metadata:
+        metadata["qa_pair_ids"] = [str(x) for x in metadata["qa_pair_ids"]]
+        if len(metadata["qa_pair_ids"]) != len(questions):
+            raise ValueError(f"{where}.metadata.qa_pair_ids has {len(metadata['qa_pair_ids'])} ids "
+                             f"for {len(questions)} questions")
+    return {"context": record["context"], "questions": questions, "answers": aliases, "metadata": metadata}
+
+
+# --------------------------------------------------------------------- I/O
+def write_records(records: Iterable[dict], path: str | Path) -> Path:
+    """Write records as ``.json`` (a list) or ``.jsonl`` (one a line); returns the path."""
+    path = Path(path)
+    rows = [validate_record(r, f"records[{i}]") for i, r in enumerate(records)]
+    if path.suffix == ".json":
+        text = json.dumps(rows, ensure_ascii=False)
+    elif path.suffix == ".jsonl":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    else:
+        raise ValueError(f"records are written as .json or .jsonl, got {path.name!r}")
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load_records(path: str | Path) -> list[dict[str, Any]]:
+    """Read FactConsolidation records from a local ``.json``, ``.jsonl`` or ``.parquet`` file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no such file: {path}")
+    if path.suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows = data if isinstance(data, list) else [data]
+    elif path.suffix == ".jsonl":
+        lines = path.read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+    elif path.suffix == ".parquet":
+        rows = _read_parquet(path)
+    else:
+        raise ValueError(f"records are read from .json, .jsonl or .parquet files, got {path.name!r}")
+    if not rows:
+        raise ValueError(f"{path} holds no records")
+    return [validate_record(r, f"{path.name}[{i}]") for i, r in enumerate(rows)]
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ValueError(f"reading {path.name} needs pandas and pyarrow: pip install pandas pyarrow "
+                         "(or convert the file to .json / .jsonl)") from None
+    frame = pd.read_parquet(path)
+    return [_plain(row) for row in frame.to_dict(orient="records")]
+
+
+def _plain(value: Any) -> Any:
+    """numpy arrays and scalars from parquet cells as plain Python lists and values."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def select_record(records: list[dict[str, Any]], split: str, length: str) -> dict[str, Any]:
+    """The record whose ``metadata.source`` is ``factconsolidation_<split>_<length>``.
+
+    A file with a single record is used as it is.
+    """
+    check_split(split)
+    check_length(length)
+    wanted = source_name(split, length)
+    matches = [r for r in records if r["metadata"].get("source") == wanted]
+    if matches:
+        return matches[0]
+    if len(records) == 1:
+        return records[0]
+    sources = sorted(str(r["metadata"].get("source")) for r in records)
+    raise ValueError(f"no record with metadata.source {wanted!r}; the file holds {sources}")
+
+
+# ----------------------------------------------------------------- parsing
+def parse_context(context: str) -> list[tuple[int, str]]:
+    """The numbered facts ``(serial, text)`` of a context, in the order written."""
+    facts = []
+    for line in context.splitlines():
+        match = _LINE.match(line)
+        if match:
+            facts.append((int(match.group(1)), match.group(2)))
+    if not facts:
+        raise ValueError("the context holds no numbered facts ('<n>. <fact>' lines)")
+    return facts
+
+
+def _pattern(template: str, groups: dict[str, str]) -> str:
+    parts = re.split(r"(\{[so]\})", template)
+    return "".join(groups[p] if p in groups else re.escape(p) for p in parts)
+
+
+_FACT = re.compile("|".join(
+    _pattern(r.fact, {"{s}": f"(?P<s{i}>.+?)", "{o}": f"(?P<o{i}>.+)"}) for i, r in enumerate(RELATIONS)))
+_QUESTIONS = tuple((r.name, re.compile(_pattern(r.question, {"{s}": "(?P<s>.+)"}))) for r in RELATIONS)
+_PHRASES = tuple((r.name, re.compile(_pattern(r.phrase, {"{s}": "(?P<s>.+)"}))) for r in RELATIONS)
+
+
+def parse_fact(text: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a fact in one of the templates, or ``None``."""
+    match = _FACT.fullmatch(text.strip())
+    if match is None:
+        return None
+    index = int(match.lastgroup[1:])  # type: ignore[index]
+    return f"{match.group(f's{index}')}|{RELATIONS[index].name}", match.group(f"o{index}")
+
+
+@lru_cache(maxsize=4096)
+def _subject_parses(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Every reading of a subject phrase: (entity, relations from the entity outward)."""
+    readings: list[tuple[str, tuple[str, ...]]] = [(text, ())]
+    for name, pattern in _PHRASES:
+        match = pattern.fullmatch(text)
+        if match:
+            readings.extend((entity, chain + (name,)) for entity, chain in _subject_parses(match.group("s")))
+    return tuple(readings)
+
+
+def parse_questions(question: str) -> list[tuple[str, list[str]]]:
+    """Every reading of a question: ``(first-hop key, further relations)``, most nested first.
+
+    A question in the generator's templates has one reading whose first-hop key
+    exists in its context; callers pick that one. Unknown templates give ``[]``.
+    """
+    readings: list[tuple[str, list[str]]] = []
+    for name, pattern in _QUESTIONS:
+        match = pattern.fullmatch(question.strip())
+        if match is None:
+            continue
+        for entity, chain in _subject_parses(match.group("s")):
+            relations = [*chain, name]
+            readings.append((f"{entity}|{relations[0]}", relations[1:]))
+    readings.sort(key=lambda r: -len(r[1]))
+    return readings
+
+
+__all__ = ["load_records", "parse_context", "parse_fact", "parse_questions",
+           "select_record", "validate_record", "write_records"]

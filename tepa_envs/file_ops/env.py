@@ -1,0 +1,280 @@
+"""TEPA/FileOps-v0: executable drift with real files written into a contained sandbox."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from tepa_envs.core import Evidence, check_positive_int, check_probability
+from tepa_envs.core.schedule import draw_phase_values
+from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
+                           format_of, make_table, record_values, write_table)
+from tepa_envs.file_ops.sandbox import Sandbox
+from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
+
+EXTENSIONS = {"csv": "csv", "json": "json"}
+
+
+def default_sandbox_parent() -> str | None:
+    """Where sandboxes go by default: the RAM-backed ``/dev/shm`` when it is usable
+    and ``TMPDIR`` is not set, else the system's temporary directory (``None``)."""
+    shm = "/dev/shm"
+    if "TMPDIR" not in os.environ and os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return None
+
+
+def export_keys(n_domains: int) -> tuple[str, ...]:
+    """Conflict keys ``export/<domain>/<format>`` for the first ``n_domains`` domains."""
+    if not 1 <= n_domains <= len(DOMAINS):
+        raise ValueError(f"n_domains must be in [1, {len(DOMAINS)}], got {n_domains}")
+    return tuple(f"export/{d}/{f}" for d in DOMAINS[:n_domains] for f in FORMATS)
+
+
+class FileOpsEnv(TaskStreamEnv):
+    """
+    ## Description
+
+    A stream of export tasks. Each task asks the agent to export a small table
+    of records (3 to 6 by default, generated from the seed) of one domain as
+    CSV or as JSON. The action picks a writer configuration; the environment
+    really writes the file into its private :class:`~tepa_envs.file_ops.sandbox.Sandbox`
+    with Python's ``csv``/``json`` writers, and a downstream consumer, also
+    real code, reads it back with the configuration the hidden regime expects
+    and validates the records. The task succeeds only when the consumer
+    accepts the file and gets the same records back (same fields, same values,
+    same types). The conflict key is ``export/<domain>/<format>``.
+
+    The CSV consumers drift over the four phases; the JSON consumers never
+    change and serve as the control:
+
+    1. **stable**: each CSV key has an accepted dialect.
+    2. **light drift**: a ``light_drift_fraction`` of CSV keys switch dialect.
+    3. **full reversal**: every CSV key switches to a dialect it has not had.
+    4. **partial return**: a ``partial_return_fraction`` of CSV keys return to
+       their stable dialect; the rest keep the reversed one.
+
+    Each task is a CSV task with probability ``csv_fraction``, otherwise a JSON
+    task; its domain is uniform over the first ``n_domains`` domains.
+
+    ## Action Space
+
+    ``Discrete(6)``: the writer configuration, one of ``csv:comma``,
+    ``csv:semicolon``, ``csv:tab``, ``json:array`` (a JSON array of records),
+    ``json:lines`` (one JSON object per line), ``json:envelope`` (an object
+    ``{"domain", "count", "records"}``). :meth:`choices` offers a language
+    agent only the three configurations of the task's format; a configuration
+    of the other format is written as asked and rejected by the consumer.
+
+    ## Observation Space
+
+    ``MultiDiscrete([n_keys, 7, 2])``: the index of the task's key, the
+    configuration used in the previous step (6 before the first step) and
+    whether it was accepted. The accepted configuration is never observable.
+
+    ## Rewards
+
+    1.0 when the consumer accepts the file and reads back the same records,
+    0.0 otherwise.
+
+    ## Episode End
+
+    Terminates after the last task of the partial-return phase
+    (``sum(phase_lengths)`` steps). There is no truncation.
+
+    ## Evidence
+
+    A step reveals one :class:`~tepa_envs.core.Evidence`: the configuration
+    used, whether the consumer accepted the file and ``source="consumer"``.
+    The consumer's own message (e.g. ``JSONDecodeError: Extra data: line 2
+    column 1 (char 95)`` from ``json``, or ``Rejected: header mismatch:
+    expected [...], got ['id;account;...']``) is in ``info["message"]`` and in the
+    next task's ``info["context"]``. Nothing reveals which configuration
+    would have been accepted. :meth:`trial` writes and consumes a held-out
+    table of the key's domain without advancing the stream.
+
+    ## Sandbox
+
+    ``env.unwrapped.sandbox`` is created at ``reset`` (a fresh private
+    temporary directory each episode) and removed at ``close``, at garbage
+    collection, at interpreter exit, and when a step raises. Each export is
+    written to ``outbox/<domain>.<csv|json>``, replacing the previous one;
+    trials write to ``trials/``.
+
+    ## Arguments
+
+    * ``phase_lengths``: tasks in each of the four phases (default ``(40, 40, 40, 40)``).
+    * ``n_domains``: domains, each with a CSV and a JSON key (default 1; each
+      extra domain adds one more CSV key to relearn after every change).
+    * ``csv_fraction``: probability that a task asks for CSV (default 0.85).
+    * ``light_drift_fraction``: fraction of CSV keys that change in light drift (default 0.5).
+    * ``partial_return_fraction``: fraction of CSV keys that return (default 0.5).
+    * ``min_records``, ``max_records``: records per table (default 3 and 6).
+    * ``max_file_bytes``, ``max_total_bytes``, ``max_files``: sandbox quotas
+      (default 256 KiB, 4 MiB and 256 entries; an export is under 1 KiB).
+    * ``sandbox_dir``: the directory the sandbox's temporary directory is made
+      in (default: ``/dev/shm`` when usable and ``TMPDIR`` is unset, else the
+      system's temporary directory; on a disk-backed ``/tmp`` a step took
+      about twice as long in ``benchmarks/fileops_throughput.py``).
+    * ``render_mode``: ``None`` or ``"ansi"``.
+
+    The defaults follow the paper's executable-drift setting: one domain, so
+    one CSV consumer whose accepted dialect drifts (about one key changes per
+    phase), and a stable JSON consumer as the control. Most exports (85%) go
+    to the drifting CSV consumer, the workload under test; the JSON tasks
+    (about 6 per phase) are the control sample. The simulated reader
+    (``reader_params``) is the one of every tool-choice environment: it reuses
+    a configuration its prompt shows with probability 0.95. How much LWW loses
+    against no memory in full reversal depends on that probability (the
+    README has the sensitivity); at 0.95 the loss is not significant after
+    Holm correction.
+    """
+
+    reader_params = {"follow_prob": 0.95}
+
+    def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
+                 n_domains: int = 1, csv_fraction: float = 0.85, light_drift_fraction: float = 0.5,
+                 partial_return_fraction: float = 0.5, min_records: int = 3, max_records: int = 6,
+                 max_file_bytes: int = 256 << 10, max_total_bytes: int = 4 << 20, max_files: int = 256,
+                 sandbox_dir: str | None = None, render_mode: str | None = None) -> None:
+        self.n_domains = check_positive_int("n_domains", n_domains)
+        self.keys = export_keys(n_domains)
+        self.csv_fraction = check_probability("csv_fraction", csv_fraction)
+        self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
+        self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
+        self.min_records = check_positive_int("min_records", min_records)
+        self.max_records = check_positive_int("max_records", max_records)
+        if max_records < min_records:
+            raise ValueError(f"max_records ({max_records}) must be >= min_records ({min_records})")
+        self.sandbox = Sandbox(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
+                               max_files=max_files, parent_dir=sandbox_dir or default_sandbox_parent())
+        super().__init__(phase_lengths, WRITER_CONFIGS, render_mode)
+        self.observation_space = gym.spaces.MultiDiscrete([len(self.keys), len(self.values) + 1, 2])
+        self._key_index = {k: i for i, k in enumerate(self.keys)}
+        self._previous = (len(self.values), 0)
+        self._feedback = ""
+        self._executing = False
+
+    # ------------------------------------------------------------- the world
+    def _build(self, rng: np.random.Generator) -> None:
+        total, n = self.schedule.total, self.n_domains
+        n_configs = len(configs_of("csv"))
+        self.csv_regime = draw_phase_values(rng, n, n_configs, self.light_drift_fraction,
+                                            self.partial_return_fraction)
+        self.json_accepted = rng.integers(0, len(configs_of("json")), size=n)
+        self.task_is_csv = rng.random(total) < self.csv_fraction
+        self.task_domains = rng.integers(0, n, size=total)
+        self.task_sizes = rng.integers(self.min_records, self.max_records + 1, size=total)
+        self.task_values = record_values(self.task_domains, draw_numbers(rng, total, self.max_records))
+        # Drawn last, so trials never touch the numbers the stream uses.
+        self.trial_values = record_values(np.arange(n), draw_numbers(rng, n, self.max_records))
+        self._table_cache: tuple[int, Table | None] = (-1, None)
+        self.sandbox.reset()
+        self._previous = (len(self.values), 0)
+        self._feedback = ""
+
+    def _key_parts(self, key: str) -> tuple[int, str] | None:
+        index = self._key_index.get(key)
+        if index is None:
+            return None
+        return index // len(FORMATS), FORMATS[index % len(FORMATS)]
+
+    def accepted_config(self, key: str, t: int | None = None) -> str:
+        """The configuration the hidden consumer of ``key`` accepts at task ``t``
+        (default: now). For evaluation and tests only."""
+        parts = self._key_parts(key)
+        if parts is None:
+            raise ValueError(f"unknown key {key!r}; valid keys: {', '.join(self.keys)}")
+        domain, fmt = parts
+        phase = self.schedule.phase_of(self.t if t is None else t)
+        index = self.csv_regime[phase, domain] if fmt == "csv" else self.json_accepted[domain]
+        return configs_of(fmt)[int(index)]
+
+    def _table(self, t: int) -> Table:
+        if self._table_cache[0] != t:
+            domain = DOMAINS[int(self.task_domains[t])]
+            self._table_cache = (t, make_table(domain, self.task_values[t], int(self.task_sizes[t])))
+        return self._table_cache[1]
+
+    def _task_key(self, t: int) -> str:
+        fmt = "csv" if self.task_is_csv[t] else "json"
+        return f"export/{DOMAINS[int(self.task_domains[t])]}/{fmt}"
+
+    # ------------------------------------------------------------ the stream
+    def _present(self, t: int) -> Task:
+        key = self._task_key(t)
+        _, domain, fmt = key.split("/")
+        table = self._table(t)
+        context = (f"Request #{t}: export {len(table.records)} {domain} records "
+                   f"(fields: {', '.join(table.fields)}) as {fmt.upper()} for the downstream consumer. "
+                   f"Writer configurations: {', '.join(configs_of(fmt))}. Pick one.")
+        if self._feedback:
+            context += f" {self._feedback}"
+        return Task(key, context, self.accepted_config(key, t))
+
+    def _execute(self, t: int, task: Task, value: str) -> Outcome:
+        self._executing = True
+        table = self._table(t)
+        path = f"outbox/{table.domain}.{EXTENSIONS[format_of(value)]}"
+        accepted, message = self._deliver(path, value, table, task.correct)
+        self._previous = (self.to_action(value), int(accepted))
+        verdict = "accepted" if accepted else "rejected"
+        self._feedback = f"Previous export ({task.key} with {value}) was {verdict} by the consumer: {message}"
+        return Outcome(accepted, (Evidence(task.key, value, t, accepted, "consumer"),), message)
+
+    def _deliver(self, path: str, config: str, table: Table, expected: str) -> tuple[bool, str]:
+        """Write ``table`` with ``config`` (replacing the previous export at ``path``)
+        and let the consumer expecting ``expected`` read it back."""
+        self.sandbox.write(path, write_table(config, table))
+        return consume(expected, table, self.sandbox.read(path))
+
+    def _trial(self, key: str, value: str) -> bool:
+        parts = self._key_parts(key)
+        if parts is None or value not in WRITER_CONFIGS:
+            return False
+        domain, fmt = parts
+        table = make_table(DOMAINS[domain], self.trial_values[domain], self.max_records)
+        path = f"trials/{DOMAINS[domain]}.{EXTENSIONS[format_of(value)]}"
+        try:
+            accepted, _ = self._deliver(path, value, table, self.accepted_config(key))
+        except BaseException:
+            self.close()
+            raise
+        return accepted
+
+    def _observation(self, t: int, task: Task | None) -> np.ndarray:
+        key_index = self._key_index[task.key] if task is not None else 0
+        if t == 0:
+            self._previous = (len(self.values), 0)
+        return np.array([key_index, *self._previous], dtype=np.int64)
+
+    # ----------------------------------------------------- language agents
+    def choices(self, key: str) -> tuple[str, ...]:
+        """The writer configurations of the key's format (all of them for an unknown key)."""
+        parts = self._key_parts(key)
+        return self.values if parts is None else configs_of(parts[1])
+
+    # ------------------------------------------------------------ lifecycle
+    def step(self, action: Any):
+        self._executing = False
+        try:
+            return super().step(action)
+        except BaseException:
+            if self._executing:  # the step had started writing: discard the sandbox
+                self.close()
+            raise
+        finally:
+            self._executing = False
+
+    def close(self) -> None:
+        self.sandbox.close()
+        self._task = None
+        super().close()
+
+    def regime_table(self) -> dict[str, list[str]]:
+        """The accepted configuration per phase for every key, for evaluation and tests only."""
+        starts = self.schedule.starts
+        return {key: [self.accepted_config(key, s) for s in starts] for key in self.keys}

@@ -1,0 +1,242 @@
+"""TEPA/PreferenceStream-v0: a user whose preferences drift, among transient noise."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from tepa_envs.core import Evidence, check_positive_int, check_probability
+from tepa_envs.preferences.users import (
+    MAX_VALUES,
+    PROFILE_CONTEXTS,
+    SLOT_VALUES,
+    SLOTS,
+    UserWorld,
+    draw_user,
+    parse_statement,
+    preference_keys,
+    session_text,
+    slot_of,
+)
+from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
+
+
+class PreferenceStreamEnv(TaskStreamEnv):
+    """
+    ## Description
+
+    A stream of assistant sessions with one simulated user per episode (a new
+    user per seed: the population is the set of seeds). The user has
+    preference slots (``cuisine``, ``tone``, ``answer_length``,
+    ``output_format``, and optionally ``units``, ``language``) whose values
+    depend on the profile context (``work``, ``home``, ``travel``); the conflict
+    key is ``slot@profile_context``. A session is one task: the agent chooses a
+    value for the session's slot in its profile context, and the user's
+    feedback says whether it was right.
+
+    * **Stated preferences.** With probability ``stated_rate`` a session's text
+      states the current preference (``The user says: "My tone is casual these
+      days."``), so an agent without memory does well on those sessions.
+      :meth:`stated_value` parses it from the text.
+    * **Drift.** The user's preferences change at the phase boundaries:
+      1. **stable**: the initial preferences;
+      2. **light drift**: a ``light_drift_fraction`` of keys change;
+      3. **full reversal**: every key changes to a value it has not had;
+      4. **partial return**: a ``partial_return_fraction`` of keys return to
+         their stable value, the rest keep the reversed one.
+    * **Transient noise.** With probability ``noise_rate`` a session's feedback
+      is a one-off bug: the *reported* outcome is the opposite of the true one
+      for that session only; the preference itself does not change. Noise on a
+      key is at least ``noise_gap`` sessions of that key apart, so every noisy
+      report is followed by several honest ones: a memory should not adopt it.
+      (TEPA revokes on two failures among a precedent's last three outcomes; a
+      gap of 6 keeps two noisy reports out of one such window unless the agent
+      strays from its remembered value in four of the five sessions between.)
+      At the defaults about 4% of sessions are noisy (5% drawn, minus the
+      draws that fall inside a key's gap).
+    * **Similar contexts.** Texts of different profiles share every word but the
+      profile's name, so a similarity-based retriever can surface a stale profile.
+
+    Sessions draw their key at random: each user has a main profile (drawn per
+    user) that takes a ``main_profile_share`` of the sessions; the other
+    profiles share the rest, and slots are uniform within a profile. Everything
+    (main profile, preferences, which keys change, sessions, statements, noise,
+    wordings) is drawn from the seed, in a fixed order, by
+    :func:`~tepa_envs.preferences.users.draw_user`.
+
+    ## Action Space
+
+    ``Discrete(n_slots * n_values)``: an index into :attr:`values`, the union of
+    every slot's values (values are unique across slots). ``choices(key)`` gives
+    the values of the key's slot; choosing a value of another slot is wrong.
+
+    ## Observation Space
+
+    ``MultiDiscrete([n_slots, n_contexts, n_values + 1, n_slots * n_values + 1, 2])``:
+    the session's slot and profile, the index (within the slot) of the value its
+    text states (``n_values`` when none is stated), the action of the previous
+    session (``n_slots * n_values`` before the first) and the feedback the user
+    *reported* for it (noisy). The true preference is never observable.
+
+    ## Rewards
+
+    1.0 when the chosen value is the user's true current preference for the key,
+    0.0 otherwise. ``info["success"]`` is this true outcome; transient noise
+    changes only what the user reports (the evidence), never the reward.
+
+    ## Episode End
+
+    Terminates after the last session of the partial-return phase
+    (``sum(phase_lengths)`` steps). There is no truncation.
+
+    ## Evidence
+
+    A step reveals one :class:`~tepa_envs.core.Evidence`:
+    ``Evidence(key, value_used, t, reported_outcome, "user-feedback")``, where
+    ``reported_outcome`` is the true outcome except on noisy sessions. Stated
+    preferences are *not* emitted as evidence: they are part of the visible
+    context (the reader reads them before acting), and as in the paper a memory
+    learns from the binary feedback that follows an action.
+
+    ## Trials
+
+    ``trial(kind, key, value)`` answers a held-out session for ``key`` from the
+    current hidden state: ``True`` exactly when ``value`` is the user's true
+    preference now (trials are noise-free, like a controlled check). A trial
+    never advances the stream, never draws from the episode's random generator
+    and never changes an outcome. Unknown keys fail their trials.
+
+    ## Reader parameters
+
+    ``reader_params = {"follow_prob": 0.95, "stated_prob": 0.15}``, identical for
+    every memory method: a reader follows a shown record 95% of the time when the
+    session states nothing, and when the session states a value that differs from
+    its memory's first record it sides with the statement 15% of the time. The
+    latter is the paper's own ratio for a stale memory against a stated
+    preference: append-only keeps 0.138 of the 0.837 that no memory reaches in
+    full reversal (0.138 / 0.837 = 0.165).
+
+    ## Defaults
+
+    A memory gains only on sessions that state nothing (``1 - stated_rate``),
+    and pays about two failed sessions per changed key before TEPA revokes a
+    stale preference. Memory therefore pays off only when a key recurs often
+    within a phase: the defaults give each user a main profile with 90% of the
+    sessions (4 keys, about 9 sessions each per phase) and two occasional
+    profiles whose keys recur rarely, which is where a similarity retriever
+    surfaces the main profile's value. With ``main_profile_share=0.75`` every
+    memory falls further behind no memory (TEPA-Full by about 0.05 overall).
+
+    ## Arguments
+
+    * ``phase_lengths``: sessions in each of the four phases (default ``(40, 40, 40, 40)``).
+    * ``n_slots``: preference slots, 4 to 6 (default 4).
+    * ``n_contexts``: profile contexts, 1 to 3 (default 3: ``work``, ``home``, ``travel``).
+    * ``n_values``: values per slot, 3 to 6 (default 5).
+    * ``stated_rate``: probability that a session states the preference (default 0.85).
+    * ``noise_rate``: probability that a session's feedback is transient noise (default 0.05).
+    * ``noise_gap``: minimum sessions of a key between two noisy ones (default 6).
+    * ``main_profile_share``: share of sessions in the user's main profile (default 0.9).
+    * ``light_drift_fraction``: fraction of keys that change in light drift (default 0.25).
+    * ``partial_return_fraction``: fraction of keys that return (default 0.5).
+    * ``render_mode``: ``None`` or ``"ansi"``.
+    """
+
+    reader_params = {"follow_prob": 0.95, "stated_prob": 0.15}
+
+    def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
+                 n_slots: int = 4, n_contexts: int = 3, n_values: int = 5,
+                 stated_rate: float = 0.85, noise_rate: float = 0.05, noise_gap: int = 6,
+                 main_profile_share: float = 0.9, light_drift_fraction: float = 0.25,
+                 partial_return_fraction: float = 0.5, render_mode: str | None = None) -> None:
+        self.n_slots = _check_range("n_slots", n_slots, 4, len(SLOTS))
+        self.n_contexts = _check_range("n_contexts", n_contexts, 1, len(PROFILE_CONTEXTS))
+        self.n_values = _check_range("n_values", n_values, 3, MAX_VALUES)
+        self.stated_rate = check_probability("stated_rate", stated_rate)
+        self.noise_rate = check_probability("noise_rate", noise_rate)
+        self.noise_gap = check_positive_int("noise_gap", noise_gap)
+        self.main_profile_share = check_probability("main_profile_share", main_profile_share)
+        self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
+        self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
+        self.keys = preference_keys(self.n_slots, self.n_contexts)
+        self.slot_values = {slot: SLOT_VALUES[slot][: self.n_values] for slot in SLOTS[: self.n_slots]}
+        super().__init__(phase_lengths, tuple(v for vs in self.slot_values.values() for v in vs), render_mode)
+        self._key_index = {k: i for i, k in enumerate(self.keys)}
+        n_actions = len(self.values)
+        self.observation_space = gym.spaces.MultiDiscrete(
+            [self.n_slots, self.n_contexts, self.n_values + 1, n_actions + 1, 2])
+        self._previous = (n_actions, 0)
+
+    # ---------------------------------------------------------------- world
+    def _build(self, rng: np.random.Generator) -> None:
+        self.world = draw_user(rng, self.n_slots, self.n_contexts, self.n_values, self.schedule.total,
+                               self.light_drift_fraction, self.partial_return_fraction,
+                               self.main_profile_share, self.stated_rate, self.noise_rate, self.noise_gap)
+        self._previous = (len(self.values), 0)
+
+    def preference(self, key: str, t: int | None = None) -> str:
+        """The user's true preference for ``key`` at session ``t`` (default: now).
+        For evaluation and tests; agents never see it."""
+        if key not in self._key_index:
+            raise ValueError(f"unknown key {key!r}; valid keys: {', '.join(self.keys)}")
+        phase = self.schedule.phase_of(self.t if t is None else t)
+        index = int(self._world().preference[phase, self._key_index[key]])
+        return self.slot_values[slot_of(key)][index]
+
+    def _present(self, t: int) -> Task:
+        key = self.keys[int(self.world.session_key[t])]
+        correct = self.preference(key, t)
+        stated = correct if self.world.stated[t] else None
+        return Task(key, session_text(t, key, int(self.world.request[t]), stated), correct)
+
+    def _execute(self, t: int, task: Task, value: str) -> Outcome:
+        success = value == task.correct
+        reported = success != bool(self.world.noisy[t])
+        message = "user: that's what I wanted" if reported else "user: that's not what I wanted"
+        self._previous = (self.to_action(value), int(reported))
+        return Outcome(success, (Evidence(task.key, value, t, reported, "user-feedback"),), message)
+
+    def _trial(self, key: str, value: str) -> bool:
+        return key in self._key_index and self.preference(key) == value
+
+    def _observation(self, t: int, task: Task | None) -> np.ndarray:
+        if task is None:
+            return np.array([0, 0, self.n_values, *self._previous], dtype=np.int64)
+        slot, _, context = task.key.partition("@")
+        stated = self.stated_value(task.key, task.context)
+        stated_index = self.slot_values[slot].index(stated) if stated is not None else self.n_values
+        return np.array([SLOTS.index(slot), PROFILE_CONTEXTS.index(context), stated_index, *self._previous],
+                        dtype=np.int64)
+
+    # ------------------------------------------------------- language agents
+    def choices(self, key: str) -> tuple[str, ...]:
+        """The values of ``key``'s slot."""
+        if key not in self._key_index:
+            raise ValueError(f"unknown key {key!r}; valid keys: {', '.join(self.keys)}")
+        return self.slot_values[slot_of(key)]
+
+    def stated_value(self, key: str, context: str) -> str | None:
+        """The value the session text ``context`` states for ``key``, or ``None``."""
+        if not isinstance(key, str) or not isinstance(context, str):
+            raise TypeError("key and context must be strings")
+        if key not in self._key_index:
+            return None
+        value = parse_statement(key, context)
+        return value if value in self.slot_values[slot_of(key)] else None
+
+    def noisy_sessions(self) -> np.ndarray:
+        """Indices of the sessions whose feedback is transient noise (evaluation only)."""
+        return np.flatnonzero(self._world().noisy)
+
+    def _world(self) -> UserWorld:
+        world: UserWorld | None = getattr(self, "world", None)
+        if world is None:
+            raise RuntimeError("call reset() before asking about the user")
+        return world
+
+
+def _check_range(name: str, value: int, low: int, high: int) -> int:
+    check_positive_int(name, value)
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return value

@@ -1,0 +1,183 @@
+"""A native, numpy-batched vector environment for ``TEPA/RegimeDrift-v0``.
+
+``gym.make_vec("TEPA/RegimeDrift-v0", num_envs=256)`` builds
+:class:`RegimeDriftVectorEnv` (through the spec's ``vector_entry_point``). Each
+sub-environment draws its world with the same seeding and the same
+:func:`~tepa_envs.regime_drift.env.build_world` call as :class:`RegimeDriftEnv`, so
+observations, rewards, terminations, truncations and the batched info keys equal
+``SyncVectorEnv``'s for the same seeds and actions; a step is a handful of
+numpy operations over all sub-environments.
+
+Autoreset follows ``AutoresetMode.NEXT_STEP`` (as ``SyncVectorEnv``): the step
+after a termination resets that sub-environment, ignores its action, and returns
+its first observation with reward 0.
+
+Batched info keys (each with its ``_name`` mask, built like ``SyncVectorEnv``):
+``key``, ``t``, ``success`` (only for sub-environments that stepped) and
+``oracle`` (``phase``, ``phase_name``, ``phase_changed``, ``correct``; absent at
+a sub-environment's terminal step). Not batched, for speed: ``context``,
+``evidence`` and ``message``; use ``SyncVectorEnv`` when an agent needs them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from tepa_envs.core import PHASE_NAMES
+from tepa_envs.regime_drift.env import RegimeDriftEnv, build_world
+
+
+class RegimeDriftVectorEnv(VectorEnv):
+    """``num_envs`` RegimeDrift episodes stepped together.
+
+    Args:
+        num_envs: number of sub-environments (at least 1).
+        **kwargs: the arguments of :class:`~tepa_envs.regime_drift.env.RegimeDriftEnv`
+            (``phase_lengths``, ``n_tools``, ``n_keys``, ``light_drift_fraction``,
+            ``partial_return_fraction``, ``key_noise``), validated by it.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        if kwargs.get("render_mode") is not None:
+            raise ValueError("RegimeDriftVectorEnv does not render; use render_mode=None")
+        kwargs.pop("render_mode", None)
+        self._template = RegimeDriftEnv(**kwargs)
+        template = self._template
+        self.num_envs = num_envs
+        self.render_mode = None
+        self.single_observation_space = template.observation_space
+        self.single_action_space = template.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+
+        self._n_tools = template.n_tools
+        self._total = template.schedule.total
+        self._phase_of_t = np.append(template.schedule.phase_array(), len(PHASE_NAMES) - 1)
+        self._phase_changed_at_t = np.array([template.schedule.starts_phase(t) for t in range(self._total + 1)])
+        self._phase_names = np.array(PHASE_NAMES + ("",), dtype=object)
+        self._key_names = np.array(template.keys + ("",), dtype=object)
+        self._tool_names = np.array(template.values, dtype=object)
+        self._rows = np.arange(num_envs)
+
+        self._rngs: list[np.random.Generator | None] = [None] * num_envs
+        self._regime = np.zeros((num_envs, len(PHASE_NAMES), template.n_keys), dtype=np.int64)
+        # One extra column holds key index 0 for the observation after the last task.
+        self._task_keys = np.zeros((num_envs, self._total + 1), dtype=np.int64)
+        self._t = np.zeros(num_envs, dtype=np.int64)
+        self._previous_action = np.full(num_envs, self._n_tools, dtype=np.int64)
+        self._previous_success = np.zeros(num_envs, dtype=np.int64)
+        self._autoreset = np.zeros(num_envs, dtype=bool)
+        self._started = False
+
+    # ------------------------------------------------------------------ world
+    def _reset_env(self, i: int, seed: int | None) -> None:
+        if seed is not None or self._rngs[i] is None:
+            self._rngs[i], _ = seeding.np_random(seed)
+        template = self._template
+        regime, task_keys, _ = build_world(
+            self._rngs[i], template.keys, template.n_tools, self._total, template.light_drift_fraction,
+            template.partial_return_fraction, template.key_noise)
+        self._regime[i] = regime
+        self._task_keys[i, :self._total] = task_keys
+        self._t[i] = 0
+        self._previous_action[i] = self._n_tools
+        self._previous_success[i] = 0
+
+    def _observations(self) -> np.ndarray:
+        key_index = self._task_keys[self._rows, self._t]
+        return np.stack([key_index, self._previous_action, self._previous_success], axis=1)
+
+    def _infos(self, rows: np.ndarray, success: np.ndarray | None, stepped: np.ndarray | None) -> dict[str, Any]:
+        """Infos of the sub-environments in ``rows`` (a bool mask), as ``SyncVectorEnv`` batches them."""
+        t = self._t
+        live = t < self._total
+        key_index = np.where(live, self._task_keys[self._rows, t], len(self._key_names) - 1)
+        infos: dict[str, Any] = {}
+        infos["key"] = np.where(rows, self._key_names[key_index], None)
+        infos["_key"] = rows.copy()
+        infos["t"] = np.where(rows, t, 0)
+        infos["_t"] = rows.copy()
+        if stepped is not None and stepped.any():
+            infos["success"] = np.where(stepped, success, False)
+            infos["_success"] = stepped.copy()
+        has_oracle = rows & live
+        if has_oracle.any():
+            phase = self._phase_of_t[t]
+            correct = self._regime[self._rows, phase, self._task_keys[self._rows, t]]
+            infos["oracle"] = {
+                "phase": np.where(has_oracle, phase, 0),
+                "_phase": has_oracle.copy(),
+                "phase_name": np.where(has_oracle, self._phase_names[phase], None),
+                "_phase_name": has_oracle.copy(),
+                "phase_changed": np.where(has_oracle, self._phase_changed_at_t[t], False),
+                "_phase_changed": has_oracle.copy(),
+                "correct": np.where(has_oracle, self._tool_names[correct], None),
+                "_correct": has_oracle.copy(),
+            }
+            infos["_oracle"] = has_oracle.copy()
+        return infos
+
+    # -------------------------------------------------------------- gymnasium
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed if isinstance(seed, int) else None)
+        n = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * n
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"If seeds are passed as a list the length must match num_envs={n} "
+                                 f"but got length={len(seeds)}.")
+        mask = np.ones(n, dtype=bool)
+        if options is not None and "reset_mask" in options:
+            mask = options["reset_mask"]
+            if not isinstance(mask, np.ndarray) or mask.shape != (n,) or mask.dtype != np.bool_:
+                raise TypeError(f"options['reset_mask'] must be a bool numpy array of shape ({n},), got {mask!r}")
+            if not mask.any():
+                raise ValueError("options['reset_mask'] must contain at least one True value")
+        for i in np.flatnonzero(mask):
+            self._reset_env(int(i), seeds[i])
+        self._autoreset[mask] = False
+        self._started = True
+        return self._observations(), self._infos(mask, None, None)
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(f"actions must be an int array of shape ({self.num_envs},), "
+                             f"got shape {actions.shape} and dtype {actions.dtype}")
+        resetting = self._autoreset
+        stepping = ~resetting
+        bad = stepping & ((actions < 0) | (actions >= self._n_tools))
+        if bad.any():
+            raise ValueError(f"actions must be in [0, {self._n_tools}), got {actions[bad].tolist()}")
+
+        for i in np.flatnonzero(resetting):
+            self._reset_env(int(i), None)
+
+        t = self._t
+        phase = self._phase_of_t[t]
+        correct = self._regime[self._rows, phase, self._task_keys[self._rows, t]]
+        success = stepping & (actions == correct)
+        self._previous_action = np.where(stepping, actions, self._previous_action).astype(np.int64)
+        self._previous_success = np.where(stepping, success, self._previous_success).astype(np.int64)
+        self._t = t + stepping
+        terminations = stepping & (self._t >= self._total)
+        rewards = success.astype(np.float64)
+        self._autoreset = terminations.copy()
+        infos = self._infos(np.ones(self.num_envs, dtype=bool), success, stepping)
+        return self._observations(), rewards, terminations, np.zeros(self.num_envs, dtype=bool), infos

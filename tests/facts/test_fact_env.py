@@ -1,0 +1,135 @@
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import tepa_envs  # noqa: F401
+from tepa_envs.agents import MemoryAgent, make_memory, run_episode
+from tepa_envs.agents.evaluation.facts import format_facts_table, reproduce_facts, score_method
+from tepa_envs.core import Evidence
+from tepa_envs.facts.env import FactConsolidationEnv
+from tepa_envs.facts.data import generate_records
+from tepa_envs.facts.loader import write_records
+
+ENV_ID = "TEPA/FactConsolidation-v0"
+
+
+def roll(env: gym.Env, seed: int, answer: str = "") -> list[tuple]:
+    _, info = env.reset(seed=seed)
+    steps = [(None, info)]
+    done = False
+    while not done:
+        _, reward, done, _, info = env.step(answer)
+        steps.append((reward, info))
+    return steps
+
+
+def test_check_env_passes_for_both_splits():
+    for split in ("sh", "mh"):
+        check_env(gym.make(ENV_ID, split=split, length="6k").unwrapped)
+
+
+def test_memorize_steps_stream_every_fact_as_asserted_evidence():
+    env = gym.make(ENV_ID, split="sh", length="6k", chunk_facts=40)
+    steps = roll(env, seed=0)
+    assert len(steps) == 1 + 12 + 100
+    _, first = steps[0]
+    assert first["key"] == "" and first["context"].startswith("0. ")
+    assert first["oracle"]["phase_name"] == "memorize" and first["evidence"] == []
+    evidence = [e for _, info in steps[1:13] for e in info["evidence"]]
+    assert [e.t for e in evidence] == list(range(455))
+    assert all(isinstance(e, Evidence) and e.outcome is None and e.source == "fact" for e in evidence)
+    assert all(e.key.count("|") == 1 for e in evidence)
+    assert all("success" not in info and reward == 0.0 for reward, info in steps[1:13])
+    presenting_first_question = steps[12][1]
+    assert presenting_first_question["oracle"]["phase_changed"] is True
+    assert presenting_first_question["oracle"]["phase"] == 1
+    assert presenting_first_question["key"].count("|") == 1
+    assert presenting_first_question["context"].endswith("?")
+    assert sum(info["oracle"]["phase_changed"] for _, info in steps[:-1]) == 1
+    assert "oracle" not in steps[-1][1] and all("success" in info for _, info in steps[13:])
+
+
+def test_multi_hop_questions_carry_their_chain():
+    env = gym.make(ENV_ID, split="mh", length="6k")
+    steps = roll(env, seed=0)
+    chains = [info["chain"] for _, info in steps[12:-1]]
+    assert len(chains) == 100 and {len(c) for c in chains} == {1, 2, 3}
+
+
+def test_same_seed_same_episode_and_seed_changes_the_facts():
+    env = gym.make(ENV_ID, split="mh", length="6k")
+    a, b = roll(env, seed=5, answer="x"), roll(env, seed=5, answer="x")
+    assert [info for _, info in a] == [info for _, info in b]
+    c = roll(env, seed=6, answer="x")
+    assert a[0][1]["context"] != c[0][1]["context"]
+
+
+def test_memory_agent_and_run_episode_work_unchanged():
+    env = gym.make(ENV_ID, split="sh", length="6k")
+    result = run_episode(env, MemoryAgent("tepa"), seed=0)
+    assert result.success.shape == (112,)
+    assert result.success[12:].sum() == 100 and not result.success[:12].any()
+    assert list(result.phase) == [0] * 12 + [1] * 100
+
+
+def test_answers_are_scored_by_substring_exact_match():
+    env = gym.make(ENV_ID, split="sh", length="6k", render_mode="ansi")
+    _, info = env.reset(seed=0)
+    while info["oracle"]["phase"] == 0:
+        _, _, _, _, info = env.step("ignored")
+    gold = info["oracle"]["correct"]
+    _, reward, _, _, after = env.step(f"I believe the answer is {gold.upper()}!")
+    assert reward == 1.0 and after["success"] is True
+    assert "ok" in env.render()
+    _, reward, _, _, after = env.step("nobody")
+    assert reward == 0.0 and after["success"] is False
+
+
+def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper():
+    rows = reproduce_facts(lengths=("6k",))
+    score = {(r["split"], r["method"]): r["score"] for r in rows}
+    assert all(r["n_questions"] == 100 for r in rows)
+    assert score[("sh", "tepa")] == score[("sh", "lww")]
+    assert score[("sh", "tepa")] >= score[("sh", "tepa-norev")] + 0.5
+    assert score[("sh", "tepa")] >= score[("sh", "append-only")] + 0.1
+    assert score[("mh", "tepa")] >= 0.8
+    assert score[("mh", "append-only")] <= 0.2
+    paper = {(r["split"], r["method"]): r["paper"] for r in rows}
+    assert paper[("sh", "tepa")] == 0.89 and paper[("mh", "lww")] is None
+    table = format_facts_table(rows)
+    assert "SH-6k" in table and "MH-6k" in table and "(0.89)" in table
+
+
+def test_loaded_records_stream_like_generated_ones(tmp_path):
+    path = write_records(generate_records("6k", seed=0).values(), tmp_path / "facts.jsonl")
+    from_file = gym.make(ENV_ID, split="mh", length="6k", data_path=path)
+    generated = gym.make(ENV_ID, split="mh", length="6k")
+    assert [i for _, i in roll(from_file, seed=9)] == [i for _, i in roll(generated, seed=0)]
+    assert score_method(from_file, "tepa", seed=1) == (1.0, 100)
+    with pytest.raises(ValueError, match="factconsolidation_sh_32k"):
+        gym.make(ENV_ID, split="sh", length="32k", data_path=path)
+
+
+def test_memory_kwargs_name_real_methods():
+    for method, kwargs in FactConsolidationEnv.memory_kwargs.items():
+        assert make_memory(method, **kwargs).retrieval == "lexical"
+
+
+def test_bad_arguments_and_actions_are_refused():
+    with pytest.raises(ValueError, match="split must be one of sh, mh"):
+        gym.make(ENV_ID, split="xx")
+    with pytest.raises(ValueError, match="length must be one of"):
+        gym.make(ENV_ID, length="1k")
+    with pytest.raises(ValueError, match="chunk_facts must be >= 1"):
+        gym.make(ENV_ID, chunk_facts=0)
+    env = FactConsolidationEnv()
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("x")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action must be a str"):
+        env.step(3)
+    roll(env, seed=0)
+    with pytest.raises(RuntimeError, match="episode has ended"):
+        env.step("x")
+    with pytest.raises(ValueError, match="unknown memory method"):
+        reproduce_facts(methods=("nope",), lengths=("6k",))

@@ -1,0 +1,150 @@
+"""TEPA/RegimeDrift-v0: the evidence contract, seeding, and the drift schedule."""
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import tepa_envs  # noqa: F401
+from tepa_envs.core import Evidence
+
+ENV_ID = "TEPA/RegimeDrift-v0"
+
+
+def rollout(seed, steps=None, **kwargs):
+    env = gym.make(ENV_ID, **kwargs)
+    obs, info = env.reset(seed=seed)
+    trace = [(obs.tolist(), info["key"], info["context"], info["oracle"]["correct"])]
+    rng = np.random.default_rng(123)
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
+        evidence = [[e.key, e.value, e.t, e.outcome, e.source] for e in info["evidence"]]
+        trace.append((obs.tolist(), reward, info["key"], evidence))
+        done = terminated or truncated
+    return trace
+
+
+def test_check_env_passes_with_warnings_as_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(gym.make(ENV_ID).unwrapped)
+
+
+def test_registered_under_both_spellings():
+    assert gym.make("tepa_envs:TEPA/RegimeDrift-v0").unwrapped.__class__.__name__ == "RegimeDriftEnv"
+
+
+def test_same_seed_same_trajectory_and_different_seed_differs():
+    assert rollout(7) == rollout(7)
+    assert rollout(7, n_keys=3) != rollout(8, n_keys=3)
+
+
+def test_same_trajectory_in_another_process():
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            "from test_regime_drift import rollout; print(json.dumps(rollout(11, n_keys=3, key_noise=0.2)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "77", "PATH": ""}).stdout
+    assert json.loads(out) == json.loads(json.dumps(rollout(11, n_keys=3, key_noise=0.2)))
+
+
+def test_info_contract_after_reset_and_step():
+    env = gym.make(ENV_ID, phase_lengths=(2, 2, 2, 2))
+    obs, info = env.reset(seed=0)
+    assert info["evidence"] == [] and "success" not in info
+    assert info["key"].count("/") == 2 and "Available tools" in info["context"]
+    assert set(info["oracle"]) == {"phase", "phase_name", "phase_changed", "correct"}
+    correct = env.unwrapped.to_action(info["oracle"]["correct"])
+    _, reward, _, _, info2 = env.step(correct)
+    assert reward == 1.0 and info2["success"] is True
+    (evidence,) = info2["evidence"]
+    assert isinstance(evidence, Evidence) and evidence.outcome is True and evidence.t == 0
+    assert info2 is not info and info2["evidence"] is not info["evidence"]
+
+
+def test_phase_boundaries_follow_the_kwargs():
+    env = gym.make(ENV_ID, phase_lengths=(3, 1, 4, 2))
+    _, info = env.reset(seed=1)
+    phases, changed = [info["oracle"]["phase"]], [info["oracle"]["phase_changed"]]
+    terminated = False
+    steps = 0
+    while not terminated:
+        _, _, terminated, _, info = env.step(0)
+        steps += 1
+        if not terminated:
+            phases.append(info["oracle"]["phase"])
+            changed.append(info["oracle"]["phase_changed"])
+    assert steps == 10
+    assert phases == [0, 0, 0, 1, 2, 2, 2, 2, 3, 3]
+    assert [i for i, c in enumerate(changed) if c] == [3, 4, 8]
+
+
+def test_regimes_follow_the_fractions():
+    env = gym.make(ENV_ID, n_keys=10, n_tools=4, light_drift_fraction=0.3, partial_return_fraction=0.5)
+    env.reset(seed=5)
+    regime = env.unwrapped.regime
+    assert np.count_nonzero(regime[1] != regime[0]) == 3
+    assert np.all(regime[2] != regime[0]) and np.all(regime[2] != regime[1])
+    assert np.count_nonzero(regime[3] == regime[0]) == 5
+    assert np.all((regime[3] == regime[0]) | (regime[3] == regime[2]))
+
+
+def test_key_noise_files_evidence_under_a_wrong_key():
+    for noise, expect_wrong in [(0.0, False), (1.0, True)]:
+        env = gym.make(ENV_ID, key_noise=noise, phase_lengths=(5, 5, 5, 5))
+        _, info = env.reset(seed=2)
+        for _ in range(20):
+            key = info["key"]
+            _, _, terminated, _, info = env.step(0)
+            assert (info["evidence"][0].key != key) == expect_wrong
+            if terminated:
+                break
+
+
+def test_trials_do_not_advance_the_stream():
+    env = gym.make(ENV_ID)
+    _, info = env.reset(seed=3)
+    t_before = env.unwrapped.t
+    assert env.unwrapped.trial("support", info["key"], info["oracle"]["correct"]) is True
+    assert env.unwrapped.t == t_before and env.unwrapped.trials_spent["support"] == 1
+    with pytest.raises(ValueError, match="trial kind"):
+        env.unwrapped.trial("bogus", info["key"], "tool_0")
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"n_tools": 2}, {"n_keys": 0}, {"light_drift_fraction": 1.2}, {"key_noise": -0.1},
+    {"phase_lengths": (40, 40, 40)}, {"phase_lengths": (40, 0, 40, 40)}, {"render_mode": "human"},
+])
+def test_bad_kwargs_raise_value_error(kwargs):
+    with pytest.raises(ValueError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gym.make warns about the unknown render mode before we raise
+        gym.make(ENV_ID, **kwargs)
+
+
+def test_bad_actions_and_misuse_are_refused():
+    env = gym.make(ENV_ID, phase_lengths=(1, 1, 1, 1)).unwrapped
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+    env.reset(seed=0)
+    for action in (3, -1, "tool_0", 1.5):
+        with pytest.raises(ValueError, match="action"):
+            env.step(action)
+    for _ in range(4):
+        env.step(0)
+    with pytest.raises(RuntimeError, match="ended"):
+        env.step(0)
+    with pytest.raises(ValueError, match="unknown value"):
+        env.to_action("hammer")
+
+
+def test_ansi_render_describes_the_last_step():
+    env = gym.make(ENV_ID, render_mode="ansi")
+    env.reset(seed=0)
+    env.step(1)
+    assert "tool_1" in env.render()

@@ -1,0 +1,111 @@
+"""The native RegimeDrift vector env equals SyncVectorEnv for the same seeds and actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import tepa_envs  # noqa: F401
+from tepa_envs.regime_drift.vector import RegimeDriftVectorEnv
+
+BATCHED_INFO_KEYS = ("key", "t", "success", "oracle")
+
+
+def _batched_subset(infos: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in infos.items() if name.lstrip("_") in BATCHED_INFO_KEYS}
+
+
+def _assert_infos_equal(native: dict[str, Any], sync: dict[str, Any], where: str) -> None:
+    assert sorted(native) == sorted(sync), where
+    for name, value in sync.items():
+        if isinstance(value, dict):
+            _assert_infos_equal(native[name], value, f"{where}/{name}")
+        else:
+            assert native[name].dtype == value.dtype, f"{where}/{name}"
+            np.testing.assert_array_equal(native[name], value, err_msg=f"{where}/{name}")
+
+
+def _compare(kwargs: dict[str, Any], num_envs: int, steps: int, seed: Any) -> None:
+    native = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=num_envs, **kwargs)
+    sync = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=num_envs, vectorization_mode="sync", **kwargs)
+    assert isinstance(native.unwrapped, RegimeDriftVectorEnv)
+    assert native.observation_space == sync.observation_space
+    assert native.action_space == sync.action_space
+    obs_n, info_n = native.reset(seed=seed)
+    obs_s, info_s = sync.reset(seed=seed)
+    np.testing.assert_array_equal(obs_n, obs_s)
+    assert obs_n.dtype == obs_s.dtype
+    _assert_infos_equal(info_n, _batched_subset(info_s), "reset")
+    policy = np.random.default_rng(123)
+    for step in range(steps):
+        actions = policy.integers(0, native.single_action_space.n, size=num_envs)
+        out_n = native.step(actions)
+        out_s = sync.step(actions)
+        for name, a, b in zip(("obs", "reward", "terminated", "truncated"), out_n[:4], out_s[:4]):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step} {name}")
+            assert a.dtype == b.dtype, f"step {step} {name}"
+        _assert_infos_equal(out_n[4], _batched_subset(out_s[4]), f"step {step}")
+    native.close()
+    sync.close()
+
+
+def test_native_vector_env_is_the_default_for_make_vec():
+    envs = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=2)
+    assert isinstance(envs, RegimeDriftVectorEnv)
+    assert envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    envs.close()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"phase_lengths": (3, 4, 2, 5)},
+    {"phase_lengths": (5, 5, 5, 5), "n_keys": 7, "n_tools": 4, "key_noise": 0.2},
+])
+def test_equals_sync_over_several_autoresets(kwargs):
+    # 70 steps cross 3+ episode ends, so NEXT_STEP autoreset is compared too.
+    _compare(kwargs, num_envs=5, steps=70, seed=11)
+
+
+def test_equals_sync_with_a_seed_list_and_default_length():
+    _compare({"n_keys": 3}, num_envs=3, steps=330, seed=[4, 9, 2])
+
+
+def test_reset_mask_resets_only_the_chosen_envs():
+    kwargs = {"phase_lengths": (2, 2, 2, 2), "n_keys": 4}
+    native = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=4, **kwargs)
+    sync = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=4, vectorization_mode="sync", **kwargs)
+    native.reset(seed=0)
+    sync.reset(seed=0)
+    actions = np.array([0, 1, 2, 0])
+    for _ in range(3):
+        native.step(actions)
+        sync.step(actions)
+    mask = np.array([True, False, True, False])
+    obs_n, info_n = native.reset(seed=[7, None, 8, None], options={"reset_mask": mask})
+    obs_s, info_s = sync.reset(seed=[7, None, 8, None], options={"reset_mask": mask.copy()})
+    np.testing.assert_array_equal(obs_n, obs_s)
+    _assert_infos_equal(info_n, _batched_subset(info_s), "masked reset")
+    for _ in range(8):
+        out_n, out_s = native.step(actions), sync.step(actions)
+        for a, b in zip(out_n[:4], out_s[:4]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="num_envs"):
+        RegimeDriftVectorEnv(num_envs=0)
+    with pytest.raises(ValueError, match="n_tools"):
+        RegimeDriftVectorEnv(num_envs=2, n_tools=2)
+    envs = RegimeDriftVectorEnv(num_envs=2)
+    with pytest.raises(RuntimeError, match="reset"):
+        envs.step(np.array([0, 0]))
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match="shape"):
+        envs.step(np.array([0, 0, 0]))
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        envs.step(np.array([0, 5]))
+    with pytest.raises(ValueError, match="length must match"):
+        envs.reset(seed=[1, 2, 3])

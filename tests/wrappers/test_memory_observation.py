@@ -1,0 +1,157 @@
+"""MemoryObservation with shipped memories and a user's own memory."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.envs.registration import EnvSpec
+from gymnasium.utils.env_checker import check_env
+
+import tepa_envs  # noqa: F401
+from tepa_envs.agents import TEPA, TEPAFull
+from tepa_envs.core import Evidence, LifecycleState, Record
+from tepa_envs.wrappers import MEMORY_ENTRIES, MemoryObservation
+
+# check_env warns that a wrapped env is not its unwrapped env; a wrapper is wrapped by design.
+WRAPPED_ENV_WARNING = ".*is different from the unwrapped version"
+
+
+class LastSuccessMemory:
+    """A user's memory written from scratch: the last value that worked per key."""
+
+    name = "last-success"
+
+    def __init__(self) -> None:
+        self.table: dict[str, tuple[str, int, int]] = {}
+
+    def observe(self, evidence: Evidence) -> None:
+        if evidence.outcome:
+            _, support, _ = self.table.get(evidence.key, (evidence.value, 0, evidence.t))
+            self.table[evidence.key] = (evidence.value, support + 1, evidence.t)
+
+    def retrieve(self, key: str, context: str = "") -> list[Record]:
+        if key not in self.table:
+            return []
+        value, support, t = self.table[key]
+        return [Record(key, value, support, 2, LifecycleState.ACTIVE, t, t)]
+
+    def reset(self) -> None:
+        self.table.clear()
+
+
+@pytest.fixture(autouse=True)
+def warnings_are_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=WRAPPED_ENV_WARNING)
+        yield
+
+
+def _regime_drift(**kwargs) -> gym.Env:
+    return gym.make("TEPA/RegimeDrift-v0", **kwargs)
+
+
+def test_user_memory_view_reaches_the_observation():
+    memory = LastSuccessMemory()
+    env = MemoryObservation(_regime_drift(), memory)
+    assert env.memory is memory
+    observation, info = env.reset(seed=0)
+    assert env.observation_space.contains(observation)
+    assert not observation["memory_value"].any() and observation["memory_validity"][0] == 0.0
+    correct = env.unwrapped.to_action(info["oracle"]["correct"])
+    observation, reward, *_ = env.step(correct)
+    assert reward == 1.0
+    expected = np.zeros(3, dtype=np.float32)
+    expected[correct] = 1.0
+    np.testing.assert_array_equal(observation["memory_value"], expected)
+    assert observation["memory_validity"][0] == pytest.approx(2 / 5)
+    assert observation["memory_support"][0] == pytest.approx(np.log1p(1) / np.log1p(1000))
+    assert observation["memory_conflict"][0] == pytest.approx(np.log1p(2) / np.log1p(1000))
+    np.testing.assert_array_equal(observation["obs"], [0, correct, 1])
+    env.reset(seed=0)
+    assert memory.table == {}
+
+
+def test_user_memory_passes_gymnasium_and_sb3_checkers():
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    for memory in (LastSuccessMemory(), "tepa", "tepa-full", "append-only", "oracle-reset"):
+        env = MemoryObservation(_regime_drift().unwrapped, memory)
+        check_env(env, skip_render_check=True)
+        sb3_check_env(env, warn=True)
+        assert set(MEMORY_ENTRIES) < set(env.observation_space.spaces)
+
+
+def test_tepa_view_drops_a_value_that_stopped_working():
+    env = MemoryObservation(_regime_drift(phase_lengths=(20, 5, 20, 5)), "tepa")
+    _, info = env.reset(seed=1)
+    for _ in range(25):  # stable and light drift, always with the correct tool
+        observation, _, _, _, info = env.step(env.unwrapped.to_action(info["oracle"]["correct"]))
+    assert info["oracle"]["phase_name"] == "full_reversal"
+    assert observation["memory_validity"][0] > 0.6
+    shown = int(np.argmax(observation["memory_value"]))
+    for _ in range(3):  # full reversal: the remembered tool now fails
+        observation, reward, _, _, info = env.step(shown)
+        assert reward == 0.0
+    assert observation["memory_value"][shown] == 0.0
+
+
+def test_memory_by_name_and_import_path_and_trial_wiring():
+    env = MemoryObservation(_regime_drift(), "tepa_envs.agents.memories.tepa:TEPA")
+    assert isinstance(env.memory, TEPA)
+    env = MemoryObservation(_regime_drift(), "tepa-full")
+    env.reset(seed=0)
+    assert isinstance(env.memory, TEPAFull)
+    assert env.memory.trial == env.unwrapped.trial
+
+
+def test_wrapper_pickles_and_records_its_arguments():
+    env = MemoryObservation(_regime_drift(), "tepa", count_cap=50)
+    env.reset(seed=3)
+    env.step(0)
+    copy = pickle.loads(pickle.dumps(env))
+    for action in (1, 2, 0, 1):
+        a, b = env.step(action), copy.step(action)
+        for name in a[0]:
+            np.testing.assert_array_equal(a[0][name], b[0][name])
+    assert env.spec.additional_wrappers[-1].kwargs == {"memory": "tepa", "memory_kwargs": None, "count_cap": 50}
+    remade = gym.make(EnvSpec.from_json(env.spec.to_json()))
+    assert isinstance(remade, MemoryObservation) and remade.count_cap == 50
+
+
+def test_works_under_async_vector_env_with_shared_memory():
+    def wrap(env: gym.Env) -> gym.Env:
+        return MemoryObservation(env, "tepa")
+
+    kwargs = {"phase_lengths": (4, 4, 4, 4)}
+    outputs = []
+    for mode in ("sync", "async"):
+        envs = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=2, vectorization_mode=mode, wrappers=[wrap], **kwargs)
+        observations, _ = envs.reset(seed=0)
+        trace = [observations]
+        for step in range(20):
+            trace.append(envs.step(np.array([step % 3, (step + 1) % 3]))[:4])
+        envs.close()
+        outputs.append(trace)
+    for a, b in zip(*outputs):
+        for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+            if isinstance(x, dict):
+                for name in x:
+                    np.testing.assert_array_equal(x[name], y[name])
+            else:
+                np.testing.assert_array_equal(x, y)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(TypeError, match="not a memory"):
+        MemoryObservation(_regime_drift(), object())
+    with pytest.raises(ValueError, match="unknown memory method"):
+        MemoryObservation(_regime_drift(), "no-such-memory")
+    with pytest.raises(ValueError, match="count_cap"):
+        MemoryObservation(_regime_drift(), "tepa", count_cap=0)
+    with pytest.raises(TypeError, match="Discrete action space"):
+        MemoryObservation(gym.make("Pendulum-v1"), "tepa")
