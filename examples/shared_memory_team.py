@@ -2,12 +2,13 @@
 
     python examples/shared_memory_team.py --seeds 20
 
-Each agent decides with the project's simulated reader (``EvidenceReader``,
-the environment's ``reader_params``, the same for every memory): it reads
-what its memory retrieves for its task's key and follows the first record, or
-explores when nothing is shown. The environment writes every agent's evidence
-into the memory it uses. With the unreliable agent on, agent 0 replaces its
-evidence by a false success report for a wrong tool at ``--poison-rate``.
+Each agent decides with the project's simulated reader (``EvidenceReader``
+with its documented defaults, the same for every memory): it reads what its
+memory retrieves for its task's key and follows the first record, or explores
+when nothing is shown. The environment holds no memory; the ``SharedMemory``
+wrapper writes every agent's evidence into one team memory or one memory per
+agent. With the unreliable agent on, agent 0 reports a false success for a
+wrong tool at ``--poison-rate``.
 
 Printed: team success (all agents' true task outcomes) in the full-reversal
 phase and over the whole stream, mean over seeds.
@@ -20,21 +21,22 @@ from typing import Sequence
 
 import numpy as np
 
-from tepa_envs.agents import EvidenceReader
+from tepa_envs.agents.readers import EvidenceReader
 from tepa_envs.core import PHASE_NAMES
 from tepa_envs.multi_agent import shared_drift_v0
+from tepa_envs.wrappers import SharedMemory
 
 CONFIGS: dict[str, dict[str, object]] = {
-    "shared TEPA": {"memory": "tepa", "shared_memory": True},
-    "shared append-only": {"memory": "append-only", "shared_memory": True},
-    "private TEPA": {"memory": "tepa", "shared_memory": False},
+    "shared TEPA": {"memory": "tepa", "shared": True},
+    "shared append-only": {"memory": "append-only", "shared": True},
+    "private TEPA": {"memory": "tepa", "shared": False},
 }
 FULL_REVERSAL = PHASE_NAMES.index("full_reversal")
 
 
-def run_team_episode(env: shared_drift_v0.SharedDriftParallelEnv, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def run_team_episode(env: SharedMemory, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """One episode; returns per-(step, agent) success and the phase of each step."""
-    readers = {agent: EvidenceReader(**env.reader_params, seed=i) for i, agent in enumerate(env.possible_agents)}
+    readers = {agent: EvidenceReader(seed=i) for i, agent in enumerate(env.possible_agents)}
     for reader in readers.values():
         reader.reset(seed)
     _, infos = env.reset(seed=seed)
@@ -54,9 +56,11 @@ def run_team_episode(env: shared_drift_v0.SharedDriftParallelEnv, seed: int) -> 
 
 def team_success(config: dict[str, object], unreliable: bool, seeds: Sequence[int], poison_rate: float,
                  n_agents: int) -> tuple[float, float]:
-    """Mean team success in full reversal and overall, over ``seeds``."""
-    env = shared_drift_v0.parallel_env(n_agents=n_agents, unreliable_agent=0 if unreliable else None,
-                                       poison_rate=poison_rate, **config)
+    """Mean team success in full reversal and overall, over ``seeds``; ``config`` holds the
+    wrapper's ``memory`` and ``shared``."""
+    world = shared_drift_v0.parallel_env(n_agents=n_agents, unreliable_agent=0 if unreliable else None,
+                                         poison_rate=poison_rate)
+    env = SharedMemory(world, memory=config["memory"], shared=config["shared"])
     reversal, overall = [], []
     for seed in seeds:
         success, phase = run_team_episode(env, seed)

@@ -7,7 +7,9 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.agents.readers.agent import attach_trial, write_step
+from tepa_envs.agents.memories.protocol import hooks_of
+from tepa_envs.agents.readers.agent import write_step
+from tepa_envs.agents.readers.task_access import task_access
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.core import Record
@@ -31,14 +33,17 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
     * ``"memory_support"``, ``"memory_conflict"``: ``Box(0, 1, (1,))``, the
       record's counts scaled as ``log1p(min(count, count_cap)) / log1p(count_cap)``.
 
-    The memory is reset with the environment. Memories with a ``trial``
-    attribute (TEPA-Full) get ``env.unwrapped.trial``; memories with an
-    ``on_phase_boundary`` hook (oracle reset) are told of true phase boundaries,
-    as :class:`~tepa_envs.agents.MemoryAgent` does.
+    The memory is reset with the environment and its hooks
+    (:class:`~tepa_envs.agents.memories.MemoryHooks`) are called as
+    :class:`~tepa_envs.agents.MemoryAgent` calls them: it is bound the
+    environment's trial function (TEPA-Full) and told of true phase boundaries
+    (oracle reset). Environment members are reached through
+    ``get_wrapper_attr``, so an inner wrapper may override them.
 
     Args:
         env: an environment with a ``Discrete`` action space whose infos carry
-            ``key``, ``context`` and ``evidence``, and that offers ``to_action``.
+            ``key``, ``context`` and ``evidence``, and that implements the task
+            contract (:class:`~tepa_envs.core.contracts.TaskEnv`).
         memory: a memory object (any object with ``observe``, ``retrieve`` and
             ``reset``), a method name (``"tepa"``) or an import path
             (``"package.module:ClassName"``).
@@ -53,8 +58,7 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
         gym.Wrapper.__init__(self, env)
         if not isinstance(env.action_space, gym.spaces.Discrete):
             raise TypeError(f"MemoryObservation needs a Discrete action space, got {env.action_space}")
-        if not callable(getattr(env.unwrapped, "to_action", None)):
-            raise TypeError(f"{type(env.unwrapped).__name__} has no to_action(value) to map remembered values")
+        self._task = task_access(env)
         if isinstance(count_cap, bool) or not isinstance(count_cap, int) or count_cap < 1:
             raise ValueError(f"count_cap must be an int >= 1, got {count_cap!r}")
         self.memory = make_memory(memory, **(memory_kwargs or {}))
@@ -79,7 +83,8 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         observation, info = self.env.reset(seed=seed, options=options)
         self.memory.reset()
-        attach_trial(self.memory, self.env)
+        self._task = task_access(self.env)
+        hooks_of(self.memory).bind_trial(self._task.trial)
         return self._augment(observation, info), info
 
     def step(self, action: Any):
@@ -93,7 +98,7 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
         return top_record(self.memory, info.get("key", ""), info.get("context", ""), self._action_of)
 
     def _action_of(self, value: str) -> int | None:
-        return action_of(self.env.unwrapped.to_action, value, self.n_actions)
+        return action_of(self._task.to_action, value, self.n_actions)
 
     def _augment(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         inner = dict(observation) if isinstance(self.env.observation_space, gym.spaces.Dict) else {"obs": observation}

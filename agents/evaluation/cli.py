@@ -85,8 +85,7 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
                           workers=args.workers, progress=progress, reader_kwargs=reader_kwargs)
     results = summarize(evaluation)
     if setting is not None:
-        results["setting"] = setting.name
-        results["paper"] = setting.paper
+        results = results.with_setting(setting)
     print(f"\n== {label}: {env_id} {env_kwargs or ''} {reader_kwargs or ''} "
           f"({args.seeds} seeds, {evaluation.elapsed_s:.1f}s) ==")
     print(format_table(results, setting))

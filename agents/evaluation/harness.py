@@ -21,7 +21,9 @@ from tepa_envs.core import PHASE_NAMES
 
 from tepa_envs.agents.readers.agent import MemoryAgent, run_episode
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
-from tepa_envs.agents.memories.registry import make_memory_for
+from tepa_envs.agents.evaluation.settings import settings_for
+from tepa_envs.agents.memories.protocol import Memory
+from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.evaluation.statistics import bootstrap_ci, holm_bonferroni, memory_pollution_index, paired_permutation_test
 
 Progress = Callable[[int, int], None]
@@ -63,13 +65,26 @@ def check_env_id(env_id: str) -> None:
         raise ValueError(f"unknown environment {env_id!r}; registered TEPA environments: {', '.join(tepa_ids)}")
 
 
-def _run_job(job: tuple[str, dict[str, Any], str, int, dict[str, Any]]
-             ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+def make_agent(env_id: str, method: str | Memory, reader_kwargs: dict[str, Any] | None = None) -> MemoryAgent:
+    """The agent the harness runs for ``method`` on ``env_id``: the settings
+    table's reader (with ``reader_kwargs`` applied, the same for every method),
+    method arguments and reading strategy."""
+    settings = settings_for(env_id)
+    try:
+        reader = EvidenceReader(**{**settings.reader_kwargs, **(reader_kwargs or {})})
+    except TypeError as exc:
+        raise TypeError(f"bad reader kwargs {reader_kwargs}: {exc}; valid: follow_prob, stated_prob, seed") from None
+    return MemoryAgent(make_memory(method, **settings.kwargs_for(method)), reader, reading=settings.reading)
+
+
+def run_job(job: tuple[str, dict[str, Any], str, int, dict[str, Any]]
+            ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """One (method, seed) episode: per-task success, phases and trials spent."""
     env_id, env_kwargs, method, seed, reader_kwargs = job
     env = gym.make(env_id, **env_kwargs)
     try:
-        memory = make_memory_for(env, method)
-        result = run_episode(env, MemoryAgent(memory, EvidenceReader.for_env(env, **reader_kwargs)), seed)
+        agent = make_agent(env_id, method, reader_kwargs)
+        result = run_episode(env, agent, seed, decide_phases=settings_for(env_id).decide_phases)
     finally:
         env.close()
     return result.success, result.phase, result.trials
@@ -83,16 +98,31 @@ def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[
         raise ValueError("no methods given")
     if len(set(methods)) != len(methods):
         raise ValueError(f"methods listed twice: {', '.join(sorted(m for m in methods if methods.count(m) > 1))}")
-    env = gym.make(env_id, **env_kwargs)
-    try:
-        try:
-            EvidenceReader.for_env(env, **(reader_kwargs or {}))
-        except TypeError as exc:
-            raise TypeError(f"bad reader kwargs {reader_kwargs}: {exc}; valid: follow_prob, stated_prob, seed") from None
-        for method in methods:
-            make_memory_for(env, method)
-    finally:
-        env.close()
+    gym.make(env_id, **env_kwargs).close()
+    for method in methods:
+        make_agent(env_id, method, reader_kwargs)
+
+
+def run_jobs(jobs: Sequence[Any], worker: Callable[[Any], Any], workers: int,
+             progress: Progress | None = None) -> list[Any]:
+    """``worker`` over ``jobs`` in order, in this process or a pool of ``workers``
+    processes; results do not depend on the number of workers."""
+    outputs: list[Any] = []
+    if workers == 1:
+        for i, job in enumerate(jobs):
+            outputs.append(worker(job))
+            if progress:
+                progress(i + 1, len(jobs))
+        return outputs
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        chunk = max(1, len(jobs) // (workers * 8))
+        for i, out in enumerate(pool.map(worker, jobs, chunksize=chunk)):
+            outputs.append(out)
+            if progress:
+                progress(i + 1, len(jobs))
+    return outputs
 
 
 def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
@@ -100,7 +130,7 @@ def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
              progress: Progress | None = None, reader_kwargs: dict[str, Any] | None = None) -> Evaluation:
     """Run every method on every seed of ``env_id``.
 
-    ``reader_kwargs`` override the environment's ``reader_params`` for every
+    ``reader_kwargs`` override the reader of the environment's settings for every
     method alike (e.g. ``{"follow_prob": 0.99}`` for a sensitivity analysis).
     """
     env_kwargs = dict(env_kwargs or {})
@@ -114,21 +144,7 @@ def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
     validate_methods(env_id, env_kwargs, methods, reader_kwargs)
     jobs = [(env_id, env_kwargs, m, s, reader_kwargs) for m in methods for s in seeds]
     started = time.perf_counter()
-    outputs: list[Any] = []
-    if workers == 1:
-        for i, job in enumerate(jobs):
-            outputs.append(_run_job(job))
-            if progress:
-                progress(i + 1, len(jobs))
-    else:
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            chunk = max(1, len(jobs) // (workers * 8))
-            for i, out in enumerate(pool.map(_run_job, jobs, chunksize=chunk)):
-                outputs.append(out)
-                if progress:
-                    progress(i + 1, len(jobs))
+    outputs = run_jobs(jobs, run_job, workers, progress)
     runs: dict[str, MethodRuns] = {}
     phase = outputs[0][1]
     for m_index, method in enumerate(methods):
@@ -138,27 +154,30 @@ def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
 
 
 def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-only", "no-memory"),
-              phase_names: Sequence[str] = PHASE_NAMES) -> dict[str, Any]:
+              phase_names: Sequence[str] = PHASE_NAMES) -> Summary:
     """Per-phase success with CIs, MPI, trial budgets and Holm-corrected paired comparisons.
 
     Comparisons are method minus baseline per seed; p-values are two-sided paired
     sign-flip permutation tests, Holm–Bonferroni corrected over the whole family.
+    ``Summary.to_json()`` is the ``results.json`` layout (docs/results_schema.md).
     """
+    from tepa_envs.agents.evaluation.results import Comparison, MethodSummary, PhaseEstimate, Summary
+
     phases: list[tuple[str, int | None]] = [
         (name, i) for i, name in enumerate(phase_names) if np.any(evaluation.phase == i)
     ] + [("overall", None)]
-    summary: dict[str, dict[str, Any]] = {}
+    estimates: dict[str, dict[str, Any]] = {}
     for method in evaluation.methods:
-        summary[method] = {}
+        estimates[method] = {}
         for name, index in phases:
-            est = bootstrap_ci(evaluation.phase_success(method, index))
-            summary[method][name] = {"mean": est.mean, "ci_low": est.ci_low, "ci_high": est.ci_high}
+            estimates[method][name] = bootstrap_ci(evaluation.phase_success(method, index))
+    mpi: dict[str, dict[str, float | None]] = {m: {name: None for name, _ in phases} for m in evaluation.methods}
     if "no-memory" in evaluation.runs:
         for method in evaluation.methods:
             for name, _ in phases:
-                summary[method][name]["mpi"] = memory_pollution_index(
-                    summary["no-memory"][name]["mean"], summary[method][name]["mean"])
-    comparisons = []
+                mpi[method][name] = memory_pollution_index(
+                    estimates["no-memory"][name].mean, estimates[method][name].mean)
+    raw = []
     for baseline in baselines:
         if baseline not in evaluation.runs:
             continue
@@ -168,32 +187,32 @@ def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-onl
             for name, index in phases:
                 diff = evaluation.phase_success(method, index) - evaluation.phase_success(baseline, index)
                 est = bootstrap_ci(diff)
-                comparisons.append({
-                    "method": method, "baseline": baseline, "phase": name, "diff": est.mean,
-                    "ci_low": est.ci_low, "ci_high": est.ci_high,
-                    "p_value": paired_permutation_test(diff, alternative="two-sided", n_perm=50000),
-                })
-    if comparisons:
-        adjusted = holm_bonferroni([c["p_value"] for c in comparisons])
-        for comparison, p_holm in zip(comparisons, adjusted):
-            comparison["p_holm"] = float(p_holm)
-            comparison["significant"] = bool(p_holm < 0.01)
+                raw.append((method, baseline, name, est,
+                            paired_permutation_test(diff, alternative="two-sided", n_perm=50000)))
+    comparisons: list[Comparison] = []
+    if raw:
+        adjusted = holm_bonferroni([p_value for *_, p_value in raw])
+        for (method, baseline, name, est, p_value), p_holm in zip(raw, adjusted):
+            comparisons.append(Comparison(method, baseline, name, est.mean, est.ci_low, est.ci_high,
+                                          p_value, float(p_holm), bool(p_holm < 0.01)))
     trials = {}
     for method, run in evaluation.runs.items():
         kinds = sorted({k for t in run.trials for k in t})
         trials[method] = {k: float(np.mean([t.get(k, 0) for t in run.trials])) for k in kinds}
         trials[method]["total"] = float(np.mean([sum(t.values()) for t in run.trials]))
-    return {
-        "env_id": evaluation.env_id,
-        "env_kwargs": evaluation.env_kwargs,
-        "reader_kwargs": evaluation.reader_kwargs,
-        "seeds": evaluation.seeds,
-        "methods": evaluation.methods,
-        "phases": [name for name, _ in phases],
-        "phase_of_task": evaluation.phase.tolist(),
-        "summary": summary,
-        "comparisons": comparisons,
-        "trials_per_episode": trials,
-        "per_task_success": {m: r.success.mean(axis=0).tolist() for m, r in evaluation.runs.items()},
-        "elapsed_s": evaluation.elapsed_s,
-    }
+    return Summary(
+        env_id=evaluation.env_id,
+        env_kwargs=evaluation.env_kwargs,
+        reader_kwargs=evaluation.reader_kwargs,
+        seeds=tuple(evaluation.seeds),
+        methods=tuple(evaluation.methods),
+        phases=tuple(name for name, _ in phases),
+        phase_of_task=tuple(evaluation.phase.tolist()),
+        estimates={method: MethodSummary(method, {
+            name: PhaseEstimate(est.mean, est.ci_low, est.ci_high, mpi[method][name])
+            for name, est in by_phase.items()}) for method, by_phase in estimates.items()},
+        comparisons=tuple(comparisons),
+        trials_per_episode=trials,
+        per_task_success={m: tuple(r.success.mean(axis=0).tolist()) for m, r in evaluation.runs.items()},
+        elapsed_s=evaluation.elapsed_s,
+    )

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.settings import Setting
 
 SHORT = {"stable": "stable", "light_drift": "light", "full_reversal": "reversal",
@@ -22,9 +23,9 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
-def format_table(results: dict[str, Any], setting: Setting | None = None) -> str:
+def format_table(results: Summary, setting: Setting | None = None) -> str:
     """Per-phase success with 95% CIs, MPI and the paper's number beside ours."""
-    phases = results["phases"]
+    phases = results.phases
     focus = setting.focus_phase if setting else "full_reversal"
     if focus not in phases:
         focus = "overall"
@@ -33,19 +34,19 @@ def format_table(results: dict[str, Any], setting: Setting | None = None) -> str
     if setting:
         header += f"{'paper ' + SHORT.get(focus, focus):>17}"
     lines = [header, "-" * len(header)]
-    for method in results["methods"]:
-        row = results["summary"][method]
+    for method in results.methods:
+        row = results.estimates[method]
         line = f"{method:<24}"
         for phase in phases:
             cell = row[phase]
-            line += f"{_fmt(cell['mean']):>8} [{_fmt(cell['ci_low'])},{_fmt(cell['ci_high'])}]"
-        line += f"{_fmt(row[focus].get('mpi'), 3):>15}"
+            line += f"{_fmt(cell.mean):>8} [{_fmt(cell.ci_low)},{_fmt(cell.ci_high)}]"
+        line += f"{_fmt(row[focus].mpi, 3):>15}"
         if setting:
             line += f"{_fmt(setting.paper.get(method, {}).get(focus)):>17}"
         lines.append(line)
     lines.append("")
     lines.append(format_comparisons(results, setting, focus))
-    trials = {m: t for m, t in results.get("trials_per_episode", {}).items() if t.get("total")}
+    trials = {m: t for m, t in results.trials_per_episode.items() if t.get("total")}
     if trials:
         lines.append("")
         lines.append("trial budget spent per episode: " + ", ".join(
@@ -53,23 +54,24 @@ def format_table(results: dict[str, Any], setting: Setting | None = None) -> str
     return "\n".join(lines)
 
 
-def format_comparisons(results: dict[str, Any], setting: Setting | None, focus: str) -> str:
+def format_comparisons(results: Summary, setting: Setting | None, focus: str) -> str:
     lines = [f"paired differences (method − baseline, paired by seed and task; two-sided permutation "
-             f"test, Holm–Bonferroni over {len(results['comparisons'])} tests; all phases in results.json)"]
+             f"test, Holm–Bonferroni over {len(results.comparisons)} tests; all phases in results.json)"]
     lines.append(f"{'method':<24}{'baseline':<14}{'phase':<10}{'diff [95% CI]':>26}{'p_holm':>10}{'paper':>24}")
-    for c in results["comparisons"]:
-        paper = setting.paper_diffs.get((c["method"], c["baseline"], c["phase"])) if setting else None
-        if c["phase"] != focus and paper is None:
+    for c in results.comparisons:
+        paper = setting.paper_diffs.get((c.method, c.baseline, c.phase)) if setting else None
+        if c.phase != focus and paper is None:
             continue
         paper_text = f"{paper[0]:+.3f} [{paper[1]:.3f},{paper[2]:.3f}]" if paper else "—"
-        diff = f"{c['diff']:+.3f} [{c['ci_low']:+.3f},{c['ci_high']:+.3f}]"
-        lines.append(f"{c['method']:<24}{c['baseline']:<14}{SHORT.get(c['phase'], c['phase']):<10}"
-                     f"{diff:>26}{c['p_holm']:>10.4f}{paper_text:>24}")
+        diff = f"{c.diff:+.3f} [{c.ci_low:+.3f},{c.ci_high:+.3f}]"
+        lines.append(f"{c.method:<24}{c.baseline:<14}{SHORT.get(c.phase, c.phase):<10}"
+                     f"{diff:>26}{c.p_holm:>10.4f}{paper_text:>24}")
     return "\n".join(lines)
 
 
-def write_json(results: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(results, indent=2, sort_keys=False, default=_json_default) + "\n")
+def write_json(results: Summary, path: Path) -> None:
+    """``results.json``: ``results.to_json()``, laid out as docs/results_schema.md describes."""
+    path.write_text(json.dumps(results.to_json(), indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
 def _json_default(obj: object) -> Any:
@@ -82,35 +84,35 @@ def _json_default(obj: object) -> Any:
     raise TypeError(f"cannot serialise {type(obj).__name__}")
 
 
-def write_csv(results: dict[str, Any], path: Path, setting: Setting | None = None) -> None:
+def write_csv(results: Summary, path: Path, setting: Setting | None = None) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["env_id", "method", "phase", "success", "ci_low", "ci_high", "mpi", "paper"])
-        for method in results["methods"]:
-            for phase in results["phases"]:
-                cell = results["summary"][method][phase]
+        for method in results.methods:
+            for phase in results.phases:
+                cell = results.estimate(method, phase)
                 paper = setting.paper.get(method, {}).get(phase) if setting else None
-                writer.writerow([results["env_id"], method, phase, f"{cell['mean']:.6f}",
-                                 f"{cell['ci_low']:.6f}", f"{cell['ci_high']:.6f}",
-                                 "" if cell.get("mpi") is None else f"{cell['mpi']:.6f}",
+                writer.writerow([results.env_id, method, phase, f"{cell.mean:.6f}",
+                                 f"{cell.ci_low:.6f}", f"{cell.ci_high:.6f}",
+                                 "" if cell.mpi is None else f"{cell.mpi:.6f}",
                                  "" if paper is None else paper])
 
 
-def plot_success(results: dict[str, Any], path: Path, *, window: int = 5) -> None:
+def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
     """Success over the stream per method (moving average across seeds, 95% band), phase boundaries marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    phase_of_task = np.asarray(results["phase_of_task"])
-    n_seeds = len(results["seeds"])
+    phase_of_task = np.asarray(results.phase_of_task)
+    n_seeds = len(results.seeds)
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
     kernel = np.ones(window) / window
     colours = plt.get_cmap("tab20").colors
     styles = ("-", "--", "-.", ":")
-    for i, method in enumerate(results["methods"]):
-        mean = np.asarray(results["per_task_success"][method], dtype=float)
+    for i, method in enumerate(results.methods):
+        mean = np.asarray(results.per_task_success[method], dtype=float)
         smooth = np.convolve(np.pad(mean, (window // 2, window - 1 - window // 2), mode="edge"), kernel, "valid")
         half = 1.96 * np.sqrt(np.clip(smooth * (1 - smooth), 0, None) / max(n_seeds * window, 1))
         x = np.arange(mean.size)
@@ -121,7 +123,7 @@ def plot_success(results: dict[str, Any], path: Path, *, window: int = 5) -> Non
     boundaries = np.flatnonzero(np.diff(phase_of_task)) + 1
     for b in boundaries:
         ax.axvline(b - 0.5, color="black", linestyle="--", linewidth=0.8)
-    names = [SHORT.get(p, p) for p in results["phases"] if p != "overall"]
+    names = [SHORT.get(p, p) for p in results.phases if p != "overall"]
     starts = [0, *boundaries.tolist()]
     ends = [*boundaries.tolist(), phase_of_task.size]
     for name, start, end in zip(names, starts, ends):
@@ -130,7 +132,7 @@ def plot_success(results: dict[str, Any], path: Path, *, window: int = 5) -> Non
     ax.set_xlim(0, phase_of_task.size - 1)
     ax.set_xlabel("task index")
     ax.set_ylabel(f"success (mean over {n_seeds} seeds, {window}-task moving average)")
-    ax.set_title(results["env_id"], pad=18)
+    ax.set_title(results.env_id, pad=18)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path)

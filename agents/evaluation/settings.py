@@ -1,7 +1,17 @@
-"""The paper's reported numbers and the settings that reproduce them.
+"""One settings table keyed by environment id: the reader, per-method arguments,
+how an episode is read and scored, and the paper's numbers.
 
-Source: "TEPA: Revoking Stale Memories for Conflict-Robust Language Agents"
-(arXiv 2608.07429); see PAPER_NUMBERS.md in the project's shared notes.
+Environment classes carry no benchmark settings; everything the harness, the
+CLI and the examples need beyond an environment's own kwargs is here:
+
+* :data:`ENV_SETTINGS`: per environment id, the reader's kwargs (identical for
+  every method), any per-method front-end difference (printed beside the
+  results), the reading strategy, the phases on which the agent decides, and
+  the phase names. Environments not in the table get :class:`EnvSettings`'
+  defaults.
+* :data:`REPRODUCTIONS`: the paper's tables, each an environment id with kwargs,
+  the methods, and the paper's numbers (arXiv 2608.07429; ``PAPER_NUMBERS.md``
+  in the project's shared notes).
 """
 
 from __future__ import annotations
@@ -10,6 +20,72 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tepa_envs.agents.memories.registry import METHOD_NAMES
+from tepa_envs.core import PHASE_NAMES
+
+READINGS: tuple[str, ...] = ("direct", "chain")
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    """How the harness runs agents on one environment id.
+
+    Args:
+        reader_kwargs: arguments of :class:`~tepa_envs.agents.readers.EvidenceReader`,
+            the same for every method (empty: the reader's documented defaults).
+        method_kwargs: constructor arguments per method name; a non-empty entry
+            is a per-method front-end difference and is printed with the results.
+        reading: ``"direct"`` (retrieve the task's key, the reader picks) or
+            ``"chain"`` (multi-hop: each hop's answer is the next hop's subject).
+        decide_phases: oracle phases on which the agent decides; on other steps
+            it sends the environment's no-decision action ``to_action("")``
+            (``None``: every step).
+        phase_names: names of the environment's oracle phases, in order.
+    """
+
+    reader_kwargs: dict[str, Any] = field(default_factory=dict)
+    method_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reading: str = "direct"
+    decide_phases: tuple[int, ...] | None = None
+    phase_names: tuple[str, ...] = PHASE_NAMES
+
+    def __post_init__(self) -> None:
+        if self.reading not in READINGS:
+            raise ValueError(f"reading must be one of {READINGS}, got {self.reading!r}")
+        unknown = sorted(set(self.method_kwargs) - set(METHOD_NAMES))
+        if unknown:
+            raise ValueError(f"method_kwargs names unknown methods: {', '.join(unknown)}")
+
+    def kwargs_for(self, method: object) -> dict[str, Any]:
+        """Constructor arguments for ``method`` (a name; objects and import paths get none)."""
+        return dict(self.method_kwargs.get(method, {})) if isinstance(method, str) else {}
+
+
+LEXICAL = {"retrieval": "lexical"}
+
+ENV_SETTINGS: dict[str, EnvSettings] = {
+    "TEPA/RegimeDrift-v0": EnvSettings(),
+    "TEPA/FileOps-v0": EnvSettings(),
+    "TEPA/PreferenceStream-v0": EnvSettings(),
+    "TEPA/FactConsolidation-v0": EnvSettings(
+        # The paper's append-only and recency baselines retrieved by lexical top-k;
+        # TEPA, LWW and NoRev look the parsed key up.
+        method_kwargs={"append-only": LEXICAL, "temporal-recency": LEXICAL,
+                       "conflict-aware-recency": LEXICAL, "reactive-forgetting": LEXICAL},
+        reading="chain", decide_phases=(1,), phase_names=("memorize", "questions")),
+}
+
+
+def settings_for(env_id: str) -> EnvSettings:
+    """The settings of ``env_id`` (defaults for an environment not in the table)."""
+    if not isinstance(env_id, str):
+        raise TypeError(f"env_id must be a str, got {type(env_id).__name__}")
+    return ENV_SETTINGS.get(env_id, EnvSettings())
+
+
+def front_end_differences(env_id: str, methods: list[str] | tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The methods of a run whose construction differs on ``env_id`` (printed beside results)."""
+    settings = settings_for(env_id)
+    return {m: settings.kwargs_for(m) for m in methods if settings.kwargs_for(m)}
 
 
 @dataclass(frozen=True)
@@ -77,6 +153,15 @@ KEY_NOISE_PAPER: dict[str, tuple[float | None, ...]] = {
     "reactive-forgetting": (0.796, None, None, 0.613),
     "lww": (0.21, 0.21, 0.21, 0.21),
     "append-only": (0.21, 0.21, 0.21, 0.21),
+}
+
+# FactConsolidation (substring exact match), per (split, length) of TEPA/FactConsolidation-v0.
+FACTS_METHODS: tuple[str, ...] = ("tepa", "lww", "tepa-norev", "append-only", "temporal-recency")
+PAPER_FACTS: dict[tuple[str, str], dict[str, float]] = {
+    ("sh", "6k"): {"tepa": 0.890, "lww": 0.890, "tepa-norev": 0.630, "append-only": 0.583},
+    ("sh", "32k"): {"tepa": 0.680},
+    ("mh", "6k"): {"tepa": 0.040, "temporal-recency": 0.070, "append-only": 0.080},
+    ("sh", "262k"): {"tepa": 0.000, "tepa-norev": 0.000, "append-only": 0.350},
 }
 
 REPRODUCIBLE: tuple[str, ...] = ("controlled", "executable", "preference", "facts")

@@ -11,7 +11,7 @@ from tepa_envs.agents.memories.baselines import (
 from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
 from tepa_envs.agents.memories.lexical import BM25Index
 from tepa_envs.agents.memories.lww_validation import LWWValidation
-from tepa_envs.agents.memories.protocol import Memory, MemoryBase
+from tepa_envs.agents.memories.protocol import Memory, MemoryBase, MemoryHooks, hooks_of
 from tepa_envs.agents.memories.registry import METHOD_NAMES, METHODS, load_class, make_memory
 from tepa_envs.agents.memories.semantic import SemanticRetrieval
 from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, replay_audit
@@ -20,7 +20,7 @@ from tepa_envs.agents.memories.trials import TrialGate
 
 __all__ = [
     "AppendOnly", "BM25Index", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
-    "METHOD_NAMES", "Memory", "MemoryBase", "NoMemory", "OracleReset", "ReactiveForgetting",
+    "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "ReactiveForgetting",
     "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TemporalRecency", "TrialGate",
-    "load_class", "make_memory", "replay_audit",
+    "hooks_of", "load_class", "make_memory", "replay_audit",
 ]

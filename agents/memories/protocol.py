@@ -1,4 +1,10 @@
-"""The memory protocol and a validating base class for the shipped methods."""
+"""The memory protocol, the optional memory hooks, and a validating base class.
+
+A memory method is any object with ``name``, ``observe``, ``retrieve`` and
+``reset`` (:class:`Memory`). A method that needs more from the agent loop
+subclasses :class:`MemoryHooks` and overrides the hooks it uses; every hook has a
+no-op default, and the loop reaches them through :func:`hooks_of`, never by
+looking attributes up."""
 
 from __future__ import annotations
 
@@ -20,14 +26,50 @@ class Memory(Protocol):
     def reset(self) -> None: ...
 
 
-class MemoryBase:
+class MemoryHooks:
+    """Optional hooks the agent loop calls on every memory that subclasses this class.
+
+    * :meth:`bind_trial`: after each reset, the environment's held-out trial
+      function (``None`` when the environment offers no trials); methods that
+      validate candidates by execution keep it.
+    * :meth:`on_phase_boundary`: the task now presented starts a new true phase
+      (diagnostic oracle methods only act on it).
+    * :attr:`trial_budget_spent`: trials this memory ran since its last reset.
+    """
+
+    def bind_trial(self, trial: TrialFn | None) -> None:
+        """Keep (or drop, with ``None``) the environment's trial function."""
+
+    def on_phase_boundary(self) -> None:
+        """The task now presented starts a new true phase."""
+
+    @property
+    def trial_budget_spent(self) -> int:
+        return 0
+
+
+NO_HOOKS = MemoryHooks()
+
+
+def hooks_of(memory: Memory) -> MemoryHooks:
+    """``memory`` itself when it subclasses :class:`MemoryHooks`, else hooks that do nothing."""
+    return memory if isinstance(memory, MemoryHooks) else NO_HOOKS
+
+
+class MemoryBase(MemoryHooks):
     """Validates input before any state changes, so bad evidence loses nothing.
 
-    Subclasses implement ``_observe``, ``_retrieve`` and ``_reset``.
+    Subclasses implement ``_observe``, ``_retrieve`` and ``_reset``; methods that
+    validate by execution use :attr:`trial`, set by :meth:`bind_trial`.
     """
 
     name: str = "memory"
     trial: TrialFn | None = None
+
+    def bind_trial(self, trial: TrialFn | None) -> None:
+        if trial is not None and not callable(trial):
+            raise TypeError(f"trial must be callable or None, got {type(trial).__name__}")
+        self.trial = trial
 
     def __init__(self) -> None:
         self._last_t: int | None = None

@@ -1,108 +1,101 @@
-"""MemoryAgent: closes the loop between an environment, a memory and a reader."""
+"""MemoryAgent and the one episode loop every environment and the harness use."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.agents.memories.protocol import Memory
-from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.memories.protocol import Memory, hooks_of
 from tepa_envs.agents.memories.registry import make_memory
+from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.readers.reading import READINGS
+from tepa_envs.agents.readers.task_access import TaskAccess, task_access
 
 
 class MemoryAgent:
     """Reads ``info["key"]``/``info["context"]``, asks the memory, lets the reader
     decide, and feeds ``info["evidence"]`` back into the memory.
 
-    Multi-hop questions (``info["chain"]``: a list of relations after the
-    subject of ``info["key"]``) are answered by chain retrieval: each hop's
-    answer becomes the subject of the next hop's key.
-
     Args:
         memory: a memory object or a name/import path understood by :func:`make_memory`.
-        reader: the reader; defaults to :class:`EvidenceReader` with the
-            environment's ``reader_params`` when :meth:`reset` is given an env.
+        reader: the reader (default: :class:`EvidenceReader` with its documented defaults).
+        reading: ``"direct"`` or ``"chain"`` (multi-hop questions), see
+            :mod:`tepa_envs.agents.readers.reading`.
     """
 
-    def __init__(self, memory: Memory | str, reader: EvidenceReader | None = None) -> None:
+    def __init__(self, memory: Memory | str, reader: EvidenceReader | None = None, *,
+                 reading: str = "direct") -> None:
+        if reading not in READINGS:
+            raise ValueError(f"reading must be one of {tuple(READINGS)}, got {reading!r}")
         self.memory = make_memory(memory)
-        self.reader = reader
-        self._env: Any = None
+        self.reader = reader if reader is not None else EvidenceReader()
+        self.reading = reading
+        self._read = READINGS[reading]
+        self._task: TaskAccess | None = None
 
-    def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        """Prepare for a new episode of ``env`` (reset the memory and the reader)."""
-        self._env = env.unwrapped
-        if self.reader is None:
-            self.reader = EvidenceReader.for_env(env)
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        """Prepare for a new episode of ``env`` (reset the memory and the reader,
+        bind the environment's trial function to the memory)."""
+        self._task = task_access(env)
         self.reader.reset(seed)
         self.memory.reset()
-        attach_trial(self.memory, env)
+        hooks_of(self.memory).bind_trial(self._task.trial)
 
-    def act(self, info: dict[str, Any]) -> Any:
+    def act(self, info: Mapping[str, Any]) -> Any:
         """Choose the action for the task described by ``info``."""
-        if self._env is None or self.reader is None:
+        if self._task is None:
             raise RuntimeError("call MemoryAgent.reset(env, seed) before act()")
-        key, context = info["key"], info.get("context", "")
-        chain = info.get("chain")
-        if chain:
-            value = self._follow_chain(key, list(chain), context)
-        else:
-            choices = self._env.choices(key)
-            stated_value = getattr(self._env, "stated_value", None)
-            stated = stated_value(key, context) if callable(stated_value) else None
-            value = self.reader.choose(self.memory.retrieve(key, context), choices, stated)
-        return self._env.to_action(value)
+        return self._task.to_action(self._read(self.memory, self.reader, self._task, info))
 
-    def _follow_chain(self, key: str, relations: list[str], context: str) -> str:
-        subject, _, relation = key.partition("|")
-        answer = ""
-        for hop, rel in enumerate([relation, *relations]):
-            hop_key = f"{subject}|{rel}"
-            answer = self.reader.choose(self.memory.retrieve(hop_key, context), ())
-            if not answer:
-                return ""
-            subject = answer
-        return answer
+    def pass_action(self) -> Any:
+        """The action of a step that asks for no decision (the empty value)."""
+        if self._task is None:
+            raise RuntimeError("call MemoryAgent.reset(env, seed) before pass_action()")
+        return self._task.to_action("")
 
-    def learn(self, info: dict[str, Any]) -> None:
-        """Write the step's evidence; tell oracle methods about a true phase boundary."""
+    def learn(self, info: Mapping[str, Any]) -> None:
+        """Write the step's evidence; tell the memory about a true phase boundary."""
         write_step(self.memory, info)
 
+    def trials_spent(self) -> dict[str, int]:
+        """Trials the environment ran for this agent's memory since the episode began."""
+        if self._task is None:
+            return {}
+        return self._task.trials_spent()
 
-def attach_trial(memory: Memory, env: gym.Env) -> None:
-    """Give a memory that validates by execution (``trial`` attribute) the
-    environment's trial callback, or ``None`` when it offers none."""
-    if hasattr(memory, "trial"):
-        memory.trial = getattr(env.unwrapped, "trial", None)
 
-
-def write_step(memory: Memory, info: dict[str, Any]) -> None:
-    """Feed a step's ``info["evidence"]`` into ``memory``; call ``on_phase_boundary``
-    (oracle methods only) when the task now presented starts a new phase."""
+def write_step(memory: Memory, info: Mapping[str, Any]) -> None:
+    """Feed a step's ``info["evidence"]`` into ``memory``, then call its
+    ``on_phase_boundary`` hook when the task now presented starts a new phase."""
     for evidence in info.get("evidence", ()):
         memory.observe(evidence)
     oracle = info.get("oracle")
-    hook = getattr(memory, "on_phase_boundary", None)
-    if oracle and oracle.get("phase_changed") and callable(hook):
-        hook()
+    if oracle and oracle.get("phase_changed"):
+        hooks_of(memory).on_phase_boundary()
 
 
 @dataclass
 class EpisodeResult:
-    """Per-task outcome of one episode."""
+    """Per-task outcome of one episode: every step that reported ``success``."""
 
     success: np.ndarray
     phase: np.ndarray
     keys: list[str]
     trials: dict[str, int] = field(default_factory=dict)
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
-def run_episode(env: gym.Env, agent: MemoryAgent, seed: int) -> EpisodeResult:
-    """Run one episode of ``agent`` on ``env`` from ``seed``."""
+def run_episode(env: gym.Env, agent: MemoryAgent, seed: int, *,
+                decide_phases: tuple[int, ...] | None = None) -> EpisodeResult:
+    """Run one episode of ``agent`` on ``env`` from ``seed``.
+
+    The agent decides on every step whose oracle phase is in ``decide_phases``
+    (``None``: every step) and sends :meth:`MemoryAgent.pass_action` otherwise;
+    it learns from every step. Scored are the steps whose ``info`` reports
+    ``success``, each with the phase and key of its task.
+    """
     _, info = env.reset(seed=seed)
     agent.reset(env, seed)
     successes: list[bool] = []
@@ -110,11 +103,15 @@ def run_episode(env: gym.Env, agent: MemoryAgent, seed: int) -> EpisodeResult:
     keys: list[str] = []
     terminated = truncated = False
     while not (terminated or truncated):
-        phases.append(int(info.get("oracle", {}).get("phase", 0)))
-        keys.append(info["key"])
-        action = agent.act(info)
+        phase = int(info.get("oracle", {}).get("phase", 0))
+        key = info["key"]
+        decide = decide_phases is None or phase in decide_phases
+        action = agent.act(info) if decide else agent.pass_action()
         _, _, terminated, truncated, info = env.step(action)
-        successes.append(bool(info.get("success", False)))
+        if "success" in info:
+            successes.append(bool(info["success"]))
+            phases.append(phase)
+            keys.append(key)
         agent.learn(info)
-    trials = dict(getattr(env.unwrapped, "trials_spent", {}) or {})
-    return EpisodeResult(np.array(successes, dtype=bool), np.array(phases, dtype=np.int64), keys, trials)
+    return EpisodeResult(np.array(successes, dtype=bool), np.array(phases, dtype=np.int64), keys,
+                         agent.trials_spent())

@@ -16,8 +16,12 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core import PHASE_NAMES, Evidence, check_trial_kind
+from tepa_envs.core.checks import check_trial_kind
+from tepa_envs.core.contracts import ValueActions
 from tepa_envs.core.schedule import PhaseSchedule
+from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
+from tepa_envs.core.types import PHASE_NAMES, Evidence
+from tepa_envs.error import ResetNeeded
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,27 +42,6 @@ class Outcome:
     message: str
 
 
-class ValueActions:
-    """Named values a reader chooses among, mapped to ``Discrete`` actions by index."""
-
-    values: tuple[str, ...]
-
-    def _set_values(self, values: Sequence[str]) -> None:
-        self.values = tuple(values)
-        self._value_index = {v: i for i, v in enumerate(self.values)}
-
-    def choices(self, key: str) -> tuple[str, ...]:
-        """The values a reader may choose among for ``key``."""
-        return self.values
-
-    def to_action(self, value: str) -> int:
-        """The action that uses ``value``; ``ValueError`` for an unknown value."""
-        try:
-            return self._value_index[value]
-        except KeyError:
-            raise ValueError(f"unknown value {value!r}; valid values: {', '.join(self.values)}") from None
-
-
 class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     """A stream of tasks over four phases whose hidden rules drift.
 
@@ -67,7 +50,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
-    reader_params: dict[str, float] = {"follow_prob": 0.9}
+    offers_trials = True
 
     def __init__(self, phase_lengths: Sequence[int], values: Sequence[str],
                  render_mode: str | None = None) -> None:
@@ -79,7 +62,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
         self._set_values(values)
         self.action_space = gym.spaces.Discrete(len(self.values))
-        self.trials_spent: Counter[str] = Counter()
+        self._trials_spent: Counter[str] = Counter()
         self._t = 0
         self._task: Task | None = None
         self._last_step: tuple[int, str, str, bool, str] | None = None
@@ -104,7 +87,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         self._build(self.np_random)
-        self.trials_spent.clear()
+        self._trials_spent.clear()
         self._t = 0
         self._task = self._present(0)
         self._last_step = None
@@ -112,9 +95,9 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     def step(self, action: Any):
         if self._task is None:
-            raise RuntimeError("call reset() before step()")
+            raise ResetNeeded("call reset() before step()")
         if self._t >= self.schedule.total:
-            raise RuntimeError("the episode has ended; call reset() to start a new one")
+            raise ResetNeeded("the episode has ended; call reset() to start a new one")
         if not self._valid_action(action):
             raise ValueError(f"action must be an int in [0, {self.action_space.n}), got {action!r}")
         value = self.values[int(action)]
@@ -155,9 +138,14 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError("trial key and value must be strings")
         if self._task is None:
-            raise RuntimeError("call reset() before trial()")
-        self.trials_spent[kind] += 1
+            raise ResetNeeded("call reset() before trial()")
+        self._trials_spent[kind] += 1
         return bool(self._trial(key, value))
+
+    @property
+    def trials_spent(self) -> Counter[str]:
+        """Trials run since the last reset, per kind."""
+        return self._trials_spent
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -165,28 +153,13 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         """Index of the task currently presented."""
         return self._t
 
-    @property
-    def current_phase(self) -> int:
-        return self.schedule.phase_of(self._t)
-
     def _info(self, *, evidence: Sequence[Evidence], success: bool | None,
-              message: str = "") -> dict[str, Any]:
+              message: str = "") -> StepInfo:
         task = self._task
-        info: dict[str, Any] = {
-            "key": task.key if task else "",
-            "context": task.context if task else "",
-            "evidence": list(evidence),
-            "t": self._t,
-        }
-        if success is not None:
-            info["success"] = bool(success)
-            info["message"] = message
+        oracle = None
         if task is not None and task.key:
             phase = self.schedule.phase_of(self._t)
-            info["oracle"] = {
-                "phase": phase,
-                "phase_name": PHASE_NAMES[phase],
-                "phase_changed": self.schedule.starts_phase(self._t),
-                "correct": task.correct,
-            }
-        return info
+            oracle = oracle_info(phase, PHASE_NAMES[phase], self.schedule.starts_phase(self._t), task.correct)
+        extra = {} if success is None else {"message": message}
+        return step_info(key=task.key if task else "", context=task.context if task else "", evidence=evidence,
+                         t=self._t, success=success, oracle=oracle, **extra)

@@ -12,6 +12,9 @@ import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_positive_int
+from tepa_envs.core.contracts import TaskEnvDefaults
+from tepa_envs.core.step_info import OracleInfo, StepInfo, oracle_info, step_info
+from tepa_envs.error import ResetNeeded
 from tepa_envs.facts.data import check_length, check_split, generate_records
 from tepa_envs.facts.loader import load_records, parse_context, parse_fact, parse_questions, select_record
 from tepa_envs.facts.metric import substring_exact_match
@@ -85,7 +88,7 @@ def _generated(length: str, seed: int) -> tuple[dict[str, dict], ParsedFacts]:
     return records, parse_facts(records["sh"]["context"])
 
 
-class FactConsolidationEnv(gym.Env):
+class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     """
     ## Description
 
@@ -146,15 +149,6 @@ class FactConsolidationEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
-    # Free-text answers: the reader states the first value its prompt shows.
-    reader_params: dict[str, float] = {"follow_prob": 1.0}
-    # The paper's append-only and recency baselines retrieved by lexical top-k.
-    memory_kwargs: dict[str, dict[str, Any]] = {
-        "append-only": {"retrieval": "lexical"},
-        "temporal-recency": {"retrieval": "lexical"},
-        "conflict-aware-recency": {"retrieval": "lexical"},
-        "reactive-forgetting": {"retrieval": "lexical"},
-    }
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
                  data_path: str | Path | None = None, render_mode: str | None = None) -> None:
@@ -194,9 +188,9 @@ class FactConsolidationEnv(gym.Env):
 
     def step(self, action: Any):
         if self.data is None:
-            raise RuntimeError("call reset() before step()")
+            raise ResetNeeded("call reset() before step()")
         if self._t >= self._n_steps:
-            raise RuntimeError("the episode has ended; call reset() to start a new one")
+            raise ResetNeeded("the episode has ended; call reset() to start a new one")
         if not isinstance(action, str):
             raise ValueError(f"action must be a str answer, got {type(action).__name__}")
         success: bool | None = None
@@ -231,41 +225,29 @@ class FactConsolidationEnv(gym.Env):
             raise TypeError(f"value must be a str, got {type(value).__name__}")
         return value
 
-    @property
-    def n_memorize_steps(self) -> int:
-        if self.data is None:
-            raise RuntimeError("call reset() first")
-        return self._n_chunks
-
     # ------------------------------------------------------------------ helpers
     def _observation(self) -> dict[str, Any]:
         phase = int(self.data is not None and self._t >= self._n_chunks)
         progress = 0.0 if self.data is None else self._t / self._n_steps
         return {"phase": phase, "progress": np.array([progress], dtype=np.float32)}
 
-    def _info(self, evidence: tuple[Evidence, ...], success: bool | None, answer: str) -> dict[str, Any]:
+    def _info(self, evidence: tuple[Evidence, ...], success: bool | None, answer: str) -> StepInfo:
         assert self.data is not None
-        info: dict[str, Any] = {"key": "", "context": "", "evidence": list(evidence), "t": self._t}
-        if success is not None:
-            info["success"] = success
-            info["answer"] = answer
-        if self._t >= self._n_steps:
-            return info
+        extra: dict[str, Any] = {} if success is None else {"answer": answer}
+        key = context = ""
+        oracle: OracleInfo | None = None
         if self._t < self._n_chunks:
             start = self._t * self.chunk_facts
             chunk = self.data.facts[start:start + self.chunk_facts]
-            info["context"] = "\n".join(f"{serial}. {text}" for serial, text in chunk)
-            correct, phase = "", 0
-        else:
+            context = "\n".join(f"{serial}. {text}" for serial, text in chunk)
+            oracle = oracle_info(0, PHASES[0], False, "")
+        elif self._t < self._n_steps:
             question = self.data.questions[self._t - self._n_chunks]
-            info["key"], info["context"] = question.key, question.text
+            key, context = question.key, question.text
             if question.chain:
-                info["chain"] = list(question.chain)
-            info["qa_pair_id"] = question.qa_pair_id
-            correct, phase = question.answers[0], 1
-        info["oracle"] = {"phase": phase, "phase_name": PHASES[phase],
-                          "phase_changed": self._t == self._n_chunks and self._t > 0,
-                          "correct": correct}
-        if phase == 1:
-            info["oracle"]["answers"] = list(self.data.questions[self._t - self._n_chunks].answers)
-        return info
+                extra["chain"] = list(question.chain)
+            extra["qa_pair_id"] = question.qa_pair_id
+            oracle = oracle_info(1, PHASES[1], self._t == self._n_chunks and self._t > 0, question.answers[0])
+            oracle["answers"] = list(question.answers)
+        return step_info(key=key, context=context, evidence=evidence, t=self._t, success=success,
+                         oracle=oracle, **extra)

@@ -20,6 +20,8 @@ import stat as stat_module
 from collections.abc import Iterator
 from typing import Union
 
+from tepa_envs.error import SandboxError
+
 PathArg = Union[str, "os.PathLike[str]"]
 
 _NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._ -]*[A-Za-z0-9._-])?")
@@ -30,15 +32,6 @@ _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_COMPONENT_CHARS = 255
 MAX_PATH_CHARS = 1024
 MAX_DEPTH = 32
-
-
-class SandboxError(ValueError):
-    """A path or operation the sandbox refuses; names the path and the reason."""
-
-    def __init__(self, path: object, reason: str) -> None:
-        super().__init__(f"sandbox refused {path!r}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 # ---------------------------------------------------------------- checking

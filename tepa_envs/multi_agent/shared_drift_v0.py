@@ -1,14 +1,20 @@
-"""shared_drift_v0: several agents act in one drifting tool world, with shared or private memory.
+"""shared_drift_v0: several agents act in one drifting tool world.
 
     from tepa_envs.multi_agent import shared_drift_v0
 
-    env = shared_drift_v0.parallel_env(n_agents=3, memory="tepa", shared_memory=True)
+    env = shared_drift_v0.parallel_env(n_agents=3, unreliable_agent=2)
     observations, infos = env.reset(seed=0)
+
+The environment holds no memory: each agent's ``info["evidence"]`` is what its
+step revealed. The ``SharedMemory`` wrapper (package ``wrappers``) writes that
+evidence into one team memory or one memory per agent and adds the memory's
+view to the observations.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from typing import Any
 
 import gymnasium as gym
@@ -16,15 +22,12 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils import conversions, wrappers
 
-from tepa_envs.agents.memories.protocol import Memory
-from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.core import PHASE_NAMES, Evidence, check_positive_int, check_probability, check_trial_kind
+from tepa_envs.core.contracts import ValueActions
 from tepa_envs.core.schedule import PhaseSchedule, draw_phase_values
+from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
+from tepa_envs.error import ResetNeeded
 from tepa_envs.regime_drift.env import key_names, task_context
-from tepa_envs.core.stream import ValueActions
-from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, action_of, memory_view, top_record
-
-COUNT_CAP = 1000
 
 
 class SharedDriftParallelEnv(ValueActions, ParallelEnv):
@@ -39,17 +42,24 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
     the number of keys) with ``k = keys_per_agent`` and ``s = shared_keys``, so
     neighbouring agents share ``s`` keys and there are ``n_agents*(k-s)`` keys.
 
-    After the step the environment writes each agent's evidence (tool used,
-    outcome, ``source=agent name``) into that agent's memory: one memory for the
-    team (``shared_memory=True``) or one per agent. Every observation carries
-    the memory's view of the agent's next key, as
-    :class:`~tepa_envs.wrappers.MemoryObservation` does.
+    The environment holds no memory. After a step each agent's
+    ``info["evidence"]`` is its report of the step (tool used, outcome,
+    ``source=agent name``). The ``SharedMemory`` wrapper (package
+    ``wrappers``) writes these reports into one memory for the team or one
+    per agent and adds the memory's view of each agent's next key to its
+    observation.
 
-    **Memory poisoning.** With ``unreliable_agent`` set, at each step with
-    probability ``poison_rate`` that agent's evidence is replaced by a false
-    report: a tool that is wrong for its key (uniform among the wrong tools),
-    reported as having worked (``outcome=True``). Its own reward still reflects
-    what really happened. The false report carries the agent's usual source.
+    **Unreliable reporter.** With ``unreliable_agent`` set, at each step with
+    probability ``poison_rate`` that agent reports falsely: its evidence names a
+    tool that is wrong for its key (uniform among the wrong tools), reported as
+    having worked (``outcome=True``), and its info has ``poisoned=True``. Its
+    own reward still reflects what really happened. The false report carries the
+    agent's usual source. Whatever memory reads the reports is poisoned by them.
+
+    **Held-out trials.** ``offers_trials`` is ``True``: :meth:`trial` answers
+    whether a tool works for a key now (for methods that validate by execution,
+    such as TEPA-Full), never advances the world and is counted per kind in
+    :attr:`trials_spent`, which every reset clears.
 
     ## Action Space (per agent)
 
@@ -57,15 +67,12 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
 
     ## Observation Space (per agent)
 
-    ``Box(0, 1, (n_keys + 2 * n_tools + 5,), float32)``, a flat array
+    ``Box(0, 1, (n_keys + n_tools + 2,), float32)``, a flat array
     (PettingZoo's convention) whose entries are named by
     :meth:`observation_fields`: the one-hot of the task's key (all 0 after the
     last step), the one-hot of the agent's previous tool (``n_tools + 1``
-    entries, the last meaning "no step yet"), its previous success, then the
-    memory's view as in
-    :class:`~tepa_envs.wrappers.MemoryObservation`: the one-hot of the memory's
-    first retrieved tool (``n_tools`` entries, all 0 when nothing is shown),
-    validity, scaled support and scaled conflict (each in [0, 1]).
+    entries, the last meaning "no step yet") and its previous success.
+    The ``SharedMemory`` wrapper appends the memory's view.
 
     ## Rewards
 
@@ -77,10 +84,11 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
 
     ## Info (per agent)
 
-    ``key``, ``context``, ``evidence`` (what was written for this agent this
-    step; empty after reset), ``success`` and ``poisoned`` (after a step),
-    ``t`` and ``oracle`` (``phase``, ``phase_name``, ``phase_changed``,
-    ``correct``; for evaluation only).
+    Built by :func:`tepa_envs.core.step_info.step_info`: ``key``, ``context``,
+    ``evidence`` (this agent's report of the step, false when ``poisoned``;
+    empty after reset), ``t``, ``success`` and ``poisoned`` (after a step), and
+    ``oracle`` (``phase``, ``phase_name``, ``phase_changed``, ``correct``; for
+    evaluation and the oracle-reset bound only; absent after the last step).
 
     ## Arguments
 
@@ -90,20 +98,17 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
     * ``n_tools``: tools per task (default 3, at least 3).
     * ``phase_lengths``: steps in each phase (default ``(40, 40, 40, 40)``).
     * ``light_drift_fraction``, ``partial_return_fraction``: as in RegimeDrift (default 0.5 each).
-    * ``memory``: memory method name or import path (``"tepa"``), or a memory object (shared only).
-    * ``shared_memory``: one memory for the team (default ``True``) or one per agent.
-    * ``unreliable_agent``: index of the agent that writes false evidence, or ``None`` (default).
+    * ``unreliable_agent``: index of the agent that reports false evidence, or ``None`` (default).
     * ``poison_rate``: probability per step that the unreliable agent's evidence is false (default 0.3).
     * ``render_mode``: ``None`` or ``"ansi"``.
     """
 
     metadata = {"name": "shared_drift_v0", "render_modes": ["ansi"], "is_parallelizable": True}
-    reader_params = {"follow_prob": 0.95}
+    offers_trials = True
 
     def __init__(self, n_agents: int = 3, keys_per_agent: int = 2, shared_keys: int = 1, n_tools: int = 3,
                  phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
                  light_drift_fraction: float = 0.5, partial_return_fraction: float = 0.5,
-                 memory: Memory | str = "tepa", shared_memory: bool = True,
                  unreliable_agent: int | None = None, poison_rate: float = 0.3,
                  render_mode: str | None = None) -> None:
         self.n_agents = check_positive_int("n_agents", n_agents)
@@ -116,8 +121,6 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
         self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
-        if not isinstance(shared_memory, bool):
-            raise TypeError(f"shared_memory must be a bool, got {type(shared_memory).__name__}")
         if unreliable_agent is not None and (isinstance(unreliable_agent, bool) or not isinstance(unreliable_agent, int)
                                              or not 0 <= unreliable_agent < n_agents):
             raise ValueError(f"unreliable_agent must be None or an agent index in [0, {n_agents}), "
@@ -125,9 +128,6 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
         self.poison_rate = check_probability("poison_rate", poison_rate)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
-        if not shared_memory and not isinstance(memory, str):
-            raise TypeError("private memories need a method name or import path (one memory is made per agent)")
-        self.shared_memory = shared_memory
         self.unreliable_agent = unreliable_agent
         self.render_mode = render_mode
 
@@ -139,16 +139,11 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.agent_keys = np.array([[(i * stride + j) % self.n_keys for j in range(keys_per_agent)]
                                     for i in range(n_agents)], dtype=np.int64)
-        if shared_memory:
-            team_memory = make_memory(memory)
-            self.memories = {agent: team_memory for agent in self.possible_agents}
-        else:
-            self.memories = {agent: make_memory(memory) for agent in self.possible_agents}
-        self._unique_memories = list({id(m): m for m in self.memories.values()}.values())
         self.agents: list[str] = []
         self._t = 0
         self._started = False
         self._np_random: np.random.Generator | None = None
+        self._trials_spent: Counter[str] = Counter()
         self._last_lines: list[str] = []
 
     # ----------------------------------------------------------------- spaces
@@ -160,9 +155,7 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
     def observation_fields(self) -> tuple[str, ...]:
         """Names of the entries of an observation, in order."""
         return (tuple(f"key[{k}]" for k in self.keys)
-                + tuple(f"previous_tool[{v}]" for v in self.values) + ("previous_tool[none]", "previous_success")
-                + tuple(f"memory_value[{v}]" for v in self.values)
-                + ("memory_validity", "memory_support", "memory_conflict"))
+                + tuple(f"previous_tool[{v}]" for v in self.values) + ("previous_tool[none]", "previous_success"))
 
     @functools.lru_cache(maxsize=None)
     def action_space(self, agent: str) -> gym.spaces.Discrete:
@@ -192,11 +185,25 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
 
     # -------------------------------------------------------- language agents
     def trial(self, kind: str, key: str, value: str) -> bool:
-        """Held-out trial for TEPA-Full: does ``value`` work for ``key`` now? Never advances the world."""
+        """Held-out trial (TEPA-Full): does ``value`` work for ``key`` now?
+
+        Trials never advance the world or change its outcomes; they are counted
+        per kind in :attr:`trials_spent`. An unknown key fails.
+        """
         check_trial_kind(kind)
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("trial key and value must be strings")
+        if not self._started:
+            raise ResetNeeded("call reset() before trial()")
+        self._trials_spent[kind] += 1
         if key not in self._key_index:
             return False
         return self.values[self._correct(self._t, self._key_index[key])] == value
+
+    @property
+    def trials_spent(self) -> Counter[str]:
+        """Trials run since the last reset, per kind."""
+        return self._trials_spent
 
     # -------------------------------------------------------------- pettingzoo
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -206,10 +213,7 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
         self._t = 0
         self._started = True
         self._previous = {agent: (self.n_tools, 0) for agent in self.possible_agents}
-        for memory in self._unique_memories:
-            memory.reset()
-            if hasattr(memory, "trial"):
-                memory.trial = self.trial
+        self._trials_spent.clear()
         self.agents = list(self.possible_agents)
         self._last_lines = []
         infos = {agent: self._info(agent, evidence=[]) for agent in self.agents}
@@ -217,9 +221,9 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
 
     def step(self, actions: dict[str, Any]):
         if not self._started:
-            raise RuntimeError("call reset() before step()")
+            raise ResetNeeded("call reset() before step()")
         if not self.agents:
-            raise RuntimeError("the episode has ended; call reset() to start a new one")
+            raise ResetNeeded("the episode has ended; call reset() to start a new one")
         if set(actions) != set(self.agents):
             raise ValueError(f"actions must name every live agent {self.agents}, got {sorted(actions)}")
         for agent, action in actions.items():
@@ -227,7 +231,7 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
                 raise ValueError(f"action of {agent} must be an int in [0, {self.n_tools}), got {action!r}")
         t = self._t
         rewards: dict[str, float] = {}
-        written: dict[str, list[Evidence]] = {}
+        reported: dict[str, list[Evidence]] = {}
         poisoned: dict[str, bool] = {}
         self._last_lines = []
         for i, agent in enumerate(self.agents):
@@ -243,21 +247,13 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
                 evidence = Evidence(self.keys[key_index], self.values[false_tool], t, True, agent)
             else:
                 evidence = Evidence(self.keys[key_index], self.values[tool], t, success, agent)
-            written[agent] = [evidence]
+            reported[agent] = [evidence]
             self._last_lines.append(f"t={t} {agent} {self.keys[key_index]}: {self.values[tool]} -> "
                                     f"{'ok' if success else 'fail'}{' (false report)' if poisoned[agent] else ''}")
-        for agent in self.agents:
-            for evidence in written[agent]:
-                self.memories[agent].observe(evidence)
         self._t = t + 1
-        if self.schedule.starts_phase(self._t):
-            for memory in self._unique_memories:
-                hook = getattr(memory, "on_phase_boundary", None)
-                if callable(hook):
-                    hook()
         done = self._t >= self.schedule.total
         observations = {agent: self._observe(agent) for agent in self.agents}
-        infos = {agent: self._info(agent, evidence=written[agent], success=bool(rewards[agent]),
+        infos = {agent: self._info(agent, evidence=reported[agent], success=bool(rewards[agent]),
                                    poisoned=poisoned[agent]) for agent in self.agents}
         terminations = {agent: done for agent in self.agents}
         truncations = {agent: False for agent in self.agents}
@@ -280,36 +276,27 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
             return ""
         return self.keys[int(self.task_keys[self._t, self.possible_agents.index(agent)])]
 
-    def _action_of(self, value: str) -> int | None:
-        return action_of(self.to_action, value, self.n_tools)
-
     def _observe(self, agent: str) -> np.ndarray:
         key = self.current_key(agent)
-        record = top_record(self.memories[agent], key, self._context(self._t, key) if key else "", self._action_of)
-        view = memory_view(record, self._action_of, self.n_tools, count_cap=COUNT_CAP)
         key_one_hot = np.zeros(self.n_keys, dtype=np.float32)
         if key:
             key_one_hot[self._key_index[key]] = 1.0
         previous_tool, previous_success = self._previous[agent]
         tool_one_hot = np.zeros(self.n_tools + 1, dtype=np.float32)
         tool_one_hot[previous_tool] = 1.0
-        return np.concatenate([key_one_hot, tool_one_hot, np.array([previous_success], dtype=np.float32),
-                               *(view[name] for name in MEMORY_ENTRIES)])
+        return np.concatenate([key_one_hot, tool_one_hot, np.array([previous_success], dtype=np.float32)])
 
     def _info(self, agent: str, *, evidence: list[Evidence], success: bool | None = None,
-              poisoned: bool = False) -> dict[str, Any]:
+              poisoned: bool = False) -> StepInfo:
         key = self.current_key(agent)
-        info: dict[str, Any] = {"key": key, "context": self._context(self._t, key) if key else "",
-                                "evidence": list(evidence), "t": self._t}
-        if success is not None:
-            info["success"] = success
-            info["poisoned"] = poisoned
+        oracle = None
         if key:
             phase = self.schedule.phase_of(self._t)
-            info["oracle"] = {"phase": phase, "phase_name": PHASE_NAMES[phase],
-                              "phase_changed": self.schedule.starts_phase(self._t),
-                              "correct": self.values[self._correct(self._t, self._key_index[key])]}
-        return info
+            oracle = oracle_info(phase, PHASE_NAMES[phase], self.schedule.starts_phase(self._t),
+                                 self.values[self._correct(self._t, self._key_index[key])])
+        extra = {} if success is None else {"poisoned": poisoned}
+        return step_info(key=key, context=self._context(self._t, key) if key else "", evidence=evidence,
+                         t=self._t, success=success, oracle=oracle, **extra)
 
 
 def parallel_env(**kwargs: Any) -> SharedDriftParallelEnv:

@@ -19,6 +19,7 @@ from tepa_envs.preferences.users import (
     slot_of,
 )
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
+from tepa_envs.error import ResetNeeded
 
 
 class PreferenceStreamEnv(TaskStreamEnv):
@@ -231,7 +232,7 @@ class PreferenceStreamEnv(TaskStreamEnv):
     def _world(self) -> UserWorld:
         world: UserWorld | None = getattr(self, "world", None)
         if world is None:
-            raise RuntimeError("call reset() before asking about the user")
+            raise ResetNeeded("call reset() before asking about the user")
         return world
 
 

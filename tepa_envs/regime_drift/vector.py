@@ -29,6 +29,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from tepa_envs.core import PHASE_NAMES
+from tepa_envs.core.step_info import batched_step_info
+from tepa_envs.error import ResetNeeded
 from tepa_envs.regime_drift.env import RegimeDriftEnv, build_world
 
 
@@ -101,30 +103,11 @@ class RegimeDriftVectorEnv(VectorEnv):
         t = self._t
         live = t < self._total
         key_index = np.where(live, self._task_keys[self._rows, t], len(self._key_names) - 1)
-        infos: dict[str, Any] = {}
-        infos["key"] = np.where(rows, self._key_names[key_index], None)
-        infos["_key"] = rows.copy()
-        infos["t"] = np.where(rows, t, 0)
-        infos["_t"] = rows.copy()
-        if stepped is not None and stepped.any():
-            infos["success"] = np.where(stepped, success, False)
-            infos["_success"] = stepped.copy()
-        has_oracle = rows & live
-        if has_oracle.any():
-            phase = self._phase_of_t[t]
-            correct = self._regime[self._rows, phase, self._task_keys[self._rows, t]]
-            infos["oracle"] = {
-                "phase": np.where(has_oracle, phase, 0),
-                "_phase": has_oracle.copy(),
-                "phase_name": np.where(has_oracle, self._phase_names[phase], None),
-                "_phase_name": has_oracle.copy(),
-                "phase_changed": np.where(has_oracle, self._phase_changed_at_t[t], False),
-                "_phase_changed": has_oracle.copy(),
-                "correct": np.where(has_oracle, self._tool_names[correct], None),
-                "_correct": has_oracle.copy(),
-            }
-            infos["_oracle"] = has_oracle.copy()
-        return infos
+        phase = self._phase_of_t[t]
+        correct = self._regime[self._rows, phase, self._task_keys[self._rows, t]]
+        return batched_step_info(rows, key=self._key_names[key_index], t=t, success=success, stepped=stepped,
+                                 oracle_rows=rows & live, phase=phase, phase_name=self._phase_names[phase],
+                                 phase_changed=self._phase_changed_at_t[t], correct=self._tool_names[correct])
 
     # -------------------------------------------------------------- gymnasium
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
@@ -155,7 +138,7 @@ class RegimeDriftVectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._started:
-            raise RuntimeError("call reset() before step()")
+            raise ResetNeeded("call reset() before step()")
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
             raise ValueError(f"actions must be an int array of shape ({self.num_envs},), "

@@ -1,9 +1,12 @@
 import gymnasium as gym
 import pytest
+
+from tepa_envs.agents.evaluation.settings import front_end_differences, settings_for
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents import MemoryAgent, make_memory, run_episode
+from tepa_envs.agents import METHOD_NAMES, MemoryAgent, make_memory, run_episode
 from tepa_envs.agents.evaluation.facts import format_facts_table, reproduce_facts, score_method
 from tepa_envs.core import Evidence
 from tepa_envs.facts.env import FactConsolidationEnv
@@ -64,12 +67,14 @@ def test_same_seed_same_episode_and_seed_changes_the_facts():
     assert a[0][1]["context"] != c[0][1]["context"]
 
 
-def test_memory_agent_and_run_episode_work_unchanged():
+def test_run_episode_scores_the_question_steps_only():
     env = gym.make(ENV_ID, split="sh", length="6k")
     result = run_episode(env, MemoryAgent("tepa"), seed=0)
-    assert result.success.shape == (112,)
-    assert result.success[12:].sum() == 100 and not result.success[:12].any()
-    assert list(result.phase) == [0] * 12 + [1] * 100
+    assert result.success.shape == (100,) and result.success.all()
+    assert list(result.phase) == [1] * 100
+    multi_hop = gym.make(ENV_ID, split="mh", length="6k")
+    assert run_episode(multi_hop, MemoryAgent("tepa", reading="chain"), seed=0, decide_phases=(1,)).success.all()
+    assert run_episode(multi_hop, MemoryAgent("tepa"), seed=0, decide_phases=(1,)).success.mean() < 0.5
 
 
 def test_answers_are_scored_by_substring_exact_match():
@@ -110,8 +115,11 @@ def test_loaded_records_stream_like_generated_ones(tmp_path):
         gym.make(ENV_ID, split="sh", length="32k", data_path=path)
 
 
-def test_memory_kwargs_name_real_methods():
-    for method, kwargs in FactConsolidationEnv.memory_kwargs.items():
+def test_lexical_front_end_is_declared_in_the_settings_table():
+    settings = settings_for(ENV_ID)
+    assert set(front_end_differences(ENV_ID, list(METHOD_NAMES))) == {
+        "append-only", "temporal-recency", "conflict-aware-recency", "reactive-forgetting"}
+    for method, kwargs in settings.method_kwargs.items():
         assert make_memory(method, **kwargs).retrieval == "lexical"
 
 
@@ -123,13 +131,13 @@ def test_bad_arguments_and_actions_are_refused():
     with pytest.raises(ValueError, match="chunk_facts must be >= 1"):
         gym.make(ENV_ID, chunk_facts=0)
     env = FactConsolidationEnv()
-    with pytest.raises(RuntimeError, match="reset"):
+    with pytest.raises(ResetNeeded, match="reset"):
         env.step("x")
     env.reset(seed=0)
     with pytest.raises(ValueError, match="action must be a str"):
         env.step(3)
     roll(env, seed=0)
-    with pytest.raises(RuntimeError, match="episode has ended"):
+    with pytest.raises(ResetNeeded, match="episode has ended"):
         env.step("x")
     with pytest.raises(ValueError, match="unknown memory method"):
         reproduce_facts(methods=("nope",), lengths=("6k",))

@@ -15,6 +15,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
@@ -177,7 +178,7 @@ def test_an_exception_mid_step_removes_the_sandbox(tmp_path: Path):
     with pytest.raises(SandboxError, match="per-file quota"):
         env.step(0)
     assert env.sandbox.closed and os.listdir(tmp_path) == []
-    with pytest.raises(RuntimeError, match="reset"):
+    with pytest.raises(ResetNeeded, match="reset"):
         env.step(0)
     env.reset(seed=1)
     with pytest.raises(ValueError, match="action"):

@@ -11,6 +11,7 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
@@ -251,9 +252,9 @@ def test_bad_arguments_are_refused(kwargs, error):
 
 def test_bad_calls_are_refused():
     env = PreferenceStreamEnv()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ResetNeeded):
         env.trial("support", "tone@work", "casual")
-    with pytest.raises(RuntimeError, match="reset"):
+    with pytest.raises(ResetNeeded, match="reset"):
         env.preference("tone@work")
     env.reset(seed=0)
     with pytest.raises(ValueError, match="unknown key"):

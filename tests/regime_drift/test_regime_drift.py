@@ -9,6 +9,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
@@ -129,7 +130,7 @@ def test_bad_kwargs_raise_value_error(kwargs):
 
 def test_bad_actions_and_misuse_are_refused():
     env = gym.make(ENV_ID, phase_lengths=(1, 1, 1, 1)).unwrapped
-    with pytest.raises(RuntimeError, match="reset"):
+    with pytest.raises(ResetNeeded, match="reset"):
         env.step(0)
     env.reset(seed=0)
     for action in (3, -1, "tool_0", 1.5):
@@ -137,7 +138,7 @@ def test_bad_actions_and_misuse_are_refused():
             env.step(action)
     for _ in range(4):
         env.step(0)
-    with pytest.raises(RuntimeError, match="ended"):
+    with pytest.raises(ResetNeeded, match="ended"):
         env.step(0)
     with pytest.raises(ValueError, match="unknown value"):
         env.to_action("hammer")

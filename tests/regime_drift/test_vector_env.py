@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode
 
 import tepa_envs  # noqa: F401
@@ -100,7 +101,7 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="n_tools"):
         RegimeDriftVectorEnv(num_envs=2, n_tools=2)
     envs = RegimeDriftVectorEnv(num_envs=2)
-    with pytest.raises(RuntimeError, match="reset"):
+    with pytest.raises(ResetNeeded, match="reset"):
         envs.step(np.array([0, 0]))
     envs.reset(seed=0)
     with pytest.raises(ValueError, match="shape"):

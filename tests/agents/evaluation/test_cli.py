@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from tepa_envs.agents.evaluation.cli import main
+from tepa_envs.agents.evaluation.results import SCHEMA_VERSION, Summary
 
 SMALL = '{"phase_lengths": [6, 6, 6, 6]}'
 
@@ -22,15 +23,18 @@ def test_run_writes_documented_outputs(tmp_path):
     assert main(["run", "TEPA/RegimeDrift-v0", "--methods", "tepa,no-memory,append-only", "--seeds", "3",
                  "--workers", "1", "--out", str(out), "--quiet", "--env-kwargs", SMALL]) == 0
     results = json.loads((out / "results.json").read_text())
-    for field in ("env_id", "env_kwargs", "seeds", "methods", "phases", "summary", "comparisons",
+    for field in ("schema_version", "env_id", "env_kwargs", "seeds", "methods", "phases", "summary", "comparisons",
                   "trials_per_episode", "per_task_success", "phase_of_task", "elapsed_s"):
         assert field in results
+    assert results["schema_version"] == SCHEMA_VERSION
     assert results["seeds"] == [0, 1, 2]
     assert results["phases"] == ["stable", "light_drift", "full_reversal", "partial_return", "overall"]
     cell = results["summary"]["tepa"]["full_reversal"]
     assert cell["ci_low"] <= cell["mean"] <= cell["ci_high"] and "mpi" in cell
     comparison = results["comparisons"][0]
     assert {"method", "baseline", "phase", "diff", "ci_low", "ci_high", "p_value", "p_holm"} <= set(comparison)
+    typed = Summary.from_json(results)
+    assert typed.estimate("tepa", "full_reversal").mean == cell["mean"] and typed.to_json() == results
     assert (out / "results.csv").read_text().startswith("env_id,method,phase,success")
     assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -102,10 +106,10 @@ def test_reader_kwargs_apply_to_every_method_and_are_recorded(tmp_path):
                      "--reader-kwargs", f'{{"follow_prob": {follow}}}']) == 0
         outputs[follow] = json.loads((out / "results.json").read_text())
     assert outputs["1.0"]["reader_kwargs"] == {"follow_prob": 1.0}
-    never_follows = outputs["0.0"]["summary"]
+    never_follows, always_follows = Summary.from_json(outputs["0.0"]), Summary.from_json(outputs["1.0"])
     # a reader that never follows its prompt makes every memory equal to no memory
-    assert never_follows["append-only"]["overall"] == never_follows["no-memory"]["overall"]
-    assert outputs["1.0"]["summary"]["append-only"]["overall"] != never_follows["append-only"]["overall"]
+    assert never_follows.estimate("append-only", "overall") == never_follows.estimate("no-memory", "overall")
+    assert always_follows.estimate("append-only", "overall") != never_follows.estimate("append-only", "overall")
 
 
 def test_bad_reader_kwargs_are_a_usage_error(capsys):

@@ -58,3 +58,26 @@ def test_bad_alternative_and_p_values():
         paired_permutation_test([0.1, 0.2], alternative="bigger")
     with pytest.raises(ValueError):
         holm_bonferroni([1.5])
+
+
+def test_summary_statistics_follow_the_definitions():
+    from tepa_envs.agents.evaluation.harness import evaluate, summarize
+    from tepa_envs.core import PHASE_NAMES
+
+    evaluation = evaluate("TEPA/RegimeDrift-v0", ["tepa", "no-memory", "append-only"], range(4),
+                          env_kwargs={"phase_lengths": [5, 5, 5, 5]})
+    summary = summarize(evaluation)
+    for method in summary.methods:
+        assert summary.estimate(method, "overall").mean == pytest.approx(evaluation.phase_success(method, None).mean())
+        for phase in summary.phases:
+            expected = memory_pollution_index(summary.estimate("no-memory", phase).mean,
+                                              summary.estimate(method, phase).mean)
+            assert summary.estimate(method, phase).mpi == pytest.approx(expected, nan_ok=True)
+    comparisons = summary.comparisons
+    np.testing.assert_allclose([c.p_holm for c in comparisons], holm_bonferroni([c.p_value for c in comparisons]))
+    for c in comparisons:
+        assert c.significant == (c.p_holm < 0.01)
+        index = None if c.phase == "overall" else PHASE_NAMES.index(c.phase)
+        diff = evaluation.phase_success(c.method, index) - evaluation.phase_success(c.baseline, index)
+        assert c.diff == pytest.approx(diff.mean())
+        assert c.p_value == paired_permutation_test(diff, alternative="two-sided", n_perm=50000)

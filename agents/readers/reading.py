@@ -1,0 +1,41 @@
+"""Reading strategies: how an agent turns a task into memory queries and a value.
+
+* :func:`read_direct`: retrieve the task's key; the reader picks among the
+  task's choices (or states the first shown value for free-text answers).
+* :func:`read_chain`: multi-hop questions (``info["chain"]``: the relations after
+  the first hop). Each hop retrieves ``subject|relation`` and the reader's answer
+  becomes the next hop's subject; a question without a chain is one hop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from tepa_envs.agents.memories.protocol import Memory
+from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.readers.task_access import TaskAccess
+
+Reading = Callable[[Memory, EvidenceReader, TaskAccess, Mapping[str, Any]], str]
+
+
+def read_direct(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any]) -> str:
+    key, context = info["key"], info.get("context", "")
+    return reader.choose(memory.retrieve(key, context), task.choices(key), task.stated_value(key, context))
+
+
+def read_chain(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any]) -> str:
+    key, context = info["key"], info.get("context", "")
+    relations = list(info.get("chain") or ())
+    if not relations:
+        return reader.choose(memory.retrieve(key, context), task.choices(key))
+    subject, _, relation = key.partition("|")
+    answer = ""
+    for rel in [relation, *relations]:
+        answer = reader.choose(memory.retrieve(f"{subject}|{rel}", context), ())
+        if not answer:
+            return ""
+        subject = answer
+    return answer
+
+
+READINGS: dict[str, Reading] = {"direct": read_direct, "chain": read_chain}

@@ -1,0 +1,86 @@
+"""What an agent may ask of a task environment, declared once.
+
+A language agent turns a remembered value into an action and, for methods that
+validate by execution, runs held-out trials. Every task environment offers the
+members of :class:`TaskEnv`; agents reach them through
+``env.get_wrapper_attr(name)``, so a wrapper can override any of them. The
+mixin :class:`ValueActions` implements them for environments whose actions
+index a tuple of named values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
+
+from tepa_envs.core.checks import check_trial_kind
+from tepa_envs.error import TrialsUnavailable
+
+TASK_ENV_MEMBERS: tuple[str, ...] = ("choices", "to_action", "stated_value", "offers_trials", "trial",
+                                     "trials_spent")
+
+
+@runtime_checkable
+class TaskEnv(Protocol):
+    """The contract between a task environment and the agents acting in it."""
+
+    offers_trials: bool
+    """Whether :meth:`trial` answers (``False``: it raises :class:`~tepa_envs.error.TrialsUnavailable`)."""
+
+    def choices(self, key: str) -> tuple[str, ...]:
+        """The values a reader may choose among for ``key`` (``()``: free-text answers)."""
+        ...
+
+    def to_action(self, value: str) -> Any:
+        """The action that uses ``value``; ``ValueError`` for a value no action uses."""
+        ...
+
+    def stated_value(self, key: str, context: str) -> str | None:
+        """The value the task's text states for ``key`` (a user saying what they want), or ``None``."""
+        ...
+
+    def trial(self, kind: str, key: str, value: str) -> bool:
+        """Held-out trial: does ``value`` work for ``key`` now? Never advances the stream."""
+        ...
+
+    @property
+    def trials_spent(self) -> Mapping[str, int]:
+        """Trials run since the last reset, per kind."""
+        ...
+
+
+class TaskEnvDefaults:
+    """Defaults of the optional parts of :class:`TaskEnv`: nothing stated, no trials."""
+
+    offers_trials: ClassVar[bool] = False
+
+    def stated_value(self, key: str, context: str) -> str | None:
+        return None
+
+    def trial(self, kind: str, key: str, value: str) -> bool:
+        check_trial_kind(kind)
+        raise TrialsUnavailable(f"{type(self).__name__} offers no held-out trials")
+
+    @property
+    def trials_spent(self) -> Mapping[str, int]:
+        return {}
+
+
+class ValueActions(TaskEnvDefaults):
+    """Named values a reader chooses among, mapped to ``Discrete`` actions by index."""
+
+    values: tuple[str, ...]
+
+    def _set_values(self, values: Sequence[str]) -> None:
+        self.values = tuple(values)
+        self._value_index = {v: i for i, v in enumerate(self.values)}
+
+    def choices(self, key: str) -> tuple[str, ...]:
+        """The values a reader may choose among for ``key``."""
+        return self.values
+
+    def to_action(self, value: str) -> int:
+        """The action that uses ``value``; ``ValueError`` for an unknown value."""
+        try:
+            return self._value_index[value]
+        except KeyError:
+            raise ValueError(f"unknown value {value!r}; valid values: {', '.join(self.values)}") from None
