@@ -17,6 +17,7 @@ from tepa_envs.agents.memories import (
     LWWValidation,
     Memory,
     MemoryBase,
+    MemoryHooks,
     NoMemory,
     OracleReset,
     ReactiveForgetting,
@@ -36,7 +37,7 @@ from tepa_envs.core import AuditEvent, Evidence, LifecycleState, Record
 __all__ = [
     "AppendOnly", "AuditEvent", "BM25Index", "ConflictAwareRecency", "EpisodeResult", "Evaluation", "Evidence",
     "EvidenceReader", "LWWValidation", "LastWriteWins", "LifecycleState", "METHODS", "METHOD_NAMES", "Memory",
-    "MemoryAgent", "MemoryBase", "NoMemory", "OracleReset", "ReactiveForgetting", "Record", "SemanticRetrieval",
+    "MemoryAgent", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "ReactiveForgetting", "Record", "SemanticRetrieval",
     "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TemporalRecency", "TrialGate", "evaluate", "load_class",
     "make_memory", "replay_audit", "run_episode", "summarize",
 ]

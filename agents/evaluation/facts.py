@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from tepa_envs.agents.evaluation.harness import evaluate, make_agent
-from tepa_envs.agents.evaluation.settings import FACTS_METHODS, PAPER_FACTS, settings_for
+from tepa_envs.agents.evaluation.settings import FACTS_METHODS, PAPER_FACTS, front_end_differences, settings_for
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.readers.agent import run_episode
 from tepa_envs.facts.data import LENGTHS, SPLITS, check_length, check_seed, check_split
@@ -101,4 +101,8 @@ def format_facts_table(rows: Sequence[dict[str, Any]]) -> str:
                 text = f"{row['score']:.2f}" + (f" ({paper:.2f})" if paper is not None else "")
             line += text.rjust(width + 2)
         lines.append(line)
+    differences = front_end_differences(ENV_ID, methods)
+    if differences:
+        lines.append("front-end differences: " + "; ".join(
+            f"{m}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}" for m, kwargs in differences.items()))
     return "\n".join(lines)

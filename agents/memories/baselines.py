@@ -64,7 +64,8 @@ class AppendOnly(MemoryBase):
         retrieval: ``"key"`` retrieves the key's values; ``"lexical"`` retrieves
             the ``top_k`` stored facts (texts ``"subject relation value"``) of any
             key ranked by BM25 against the key and the context, ties broken by
-            the memory's own ranking.
+            the memory's own ranking (key separators split tokens, so a fact
+            ``subject|relation = value`` is indexed as its words).
     """
 
     name = "append-only"
@@ -100,7 +101,7 @@ class AppendOnly(MemoryBase):
         # _values leaves the document in the index, where retrieval skips it.
         if self._index is None or (key, value) in self._document_of:
             return
-        self._document_of[(key, value)] = self._index.add(f"{key.replace('|', ' ')} {value}")
+        self._document_of[(key, value)] = self._index.add(f"{key} {value}")
         self._documents.append((key, value))
 
     def _entries(self, key: str) -> list[ValueEntry]:
@@ -119,7 +120,7 @@ class AppendOnly(MemoryBase):
     def _retrieve_lexical(self, key: str, context: str) -> list[Record]:
         assert self._index is not None
         records: list[Record] = []
-        hits = self._index.top(f"{key.replace('|', ' ')} {context}", self.top_k)
+        hits = self._index.top(f"{key} {context}", self.top_k)
         for score, tied in groupby(hits, key=lambda hit: hit[1]):
             owner: dict[int, str] = {}
             entries: list[ValueEntry] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import zlib
 
 import numpy as np
@@ -10,15 +9,8 @@ import numpy as np
 from tepa_envs.core import Evidence, LifecycleState, Record, check_positive_int
 
 from tepa_envs.agents.memories.baselines import asserts_value
+from tepa_envs.agents.memories.lexical import tokenize
 from tepa_envs.agents.memories.protocol import MemoryBase
-
-_TOKEN = re.compile(r"[a-z0-9]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case alphanumeric tokens; key separators (``/ @ |``) split tokens."""
-    return _TOKEN.findall(text.lower())
-
 
 def hashed_vector(text: str, dim: int) -> np.ndarray:
     """L2-normalised hashed bag of words (unigrams and bigrams), stable across processes."""

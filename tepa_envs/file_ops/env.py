@@ -125,15 +125,8 @@ class FileOpsEnv(TaskStreamEnv):
     one CSV consumer whose accepted dialect drifts (about one key changes per
     phase), and a stable JSON consumer as the control. Most exports (85%) go
     to the drifting CSV consumer, the workload under test; the JSON tasks
-    (about 6 per phase) are the control sample. The simulated reader
-    (``reader_params``) is the one of every tool-choice environment: it reuses
-    a configuration its prompt shows with probability 0.95. How much LWW loses
-    against no memory in full reversal depends on that probability (the
-    README has the sensitivity); at 0.95 the loss is not significant after
-    Holm correction.
+    (about 6 per phase) are the control sample.
     """
-
-    reader_params = {"follow_prob": 0.95}
 
     def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
                  n_domains: int = 1, csv_fraction: float = 0.85, light_drift_fraction: float = 0.5,

@@ -107,26 +107,13 @@ class PreferenceStreamEnv(TaskStreamEnv):
     never advances the stream, never draws from the episode's random generator
     and never changes an outcome. Unknown keys fail their trials.
 
-    ## Reader parameters
-
-    ``reader_params = {"follow_prob": 0.95, "stated_prob": 0.15}``, identical for
-    every memory method: a reader follows a shown record 95% of the time when the
-    session states nothing, and when the session states a value that differs from
-    its memory's first record it sides with the statement 15% of the time. The
-    latter is the paper's own ratio for a stale memory against a stated
-    preference: append-only keeps 0.138 of the 0.837 that no memory reaches in
-    full reversal (0.138 / 0.837 = 0.165).
-
     ## Defaults
 
-    A memory gains only on sessions that state nothing (``1 - stated_rate``),
-    and pays about two failed sessions per changed key before TEPA revokes a
-    stale preference. Memory therefore pays off only when a key recurs often
-    within a phase: the defaults give each user a main profile with 90% of the
-    sessions (4 keys, about 9 sessions each per phase) and two occasional
-    profiles whose keys recur rarely, which is where a similarity retriever
-    surfaces the main profile's value. With ``main_profile_share=0.75`` every
-    memory falls further behind no memory (TEPA-Full by about 0.05 overall).
+    A memory can help only on sessions that state nothing (``1 - stated_rate``)
+    and only where a key recurs within a phase: the defaults give each user a
+    main profile with 90% of the sessions (4 keys, about 9 sessions each per
+    phase) and two occasional profiles whose keys recur rarely, where texts that
+    differ only in the profile's name can mislead a similarity retriever.
 
     ## Arguments
 
@@ -142,8 +129,6 @@ class PreferenceStreamEnv(TaskStreamEnv):
     * ``partial_return_fraction``: fraction of keys that return (default 0.5).
     * ``render_mode``: ``None`` or ``"ansi"``.
     """
-
-    reader_params = {"follow_prob": 0.95, "stated_prob": 0.15}
 
     def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
                  n_slots: int = 4, n_contexts: int = 3, n_values: int = 5,

@@ -116,14 +116,12 @@ class RegimeDriftEnv(TaskStreamEnv):
       avoid both earlier tools).
     * ``n_keys``: number of distinct conflict keys (default 1: one tool regime,
       as in the paper's controlled drift; each extra key must be relearned
-      separately after every change, see README for a sweep).
+      separately after every change).
     * ``light_drift_fraction``: fraction of keys that change in light drift (default 0.5).
     * ``partial_return_fraction``: fraction of keys that return (default 0.5).
     * ``key_noise``: probability that a step's evidence carries a wrong key (default 0.0).
     * ``render_mode``: ``None`` or ``"ansi"``.
     """
-
-    reader_params = {"follow_prob": 0.95}
 
     def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
                  n_tools: int = 3, n_keys: int = 1, light_drift_fraction: float = 0.5,

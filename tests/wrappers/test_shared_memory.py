@@ -144,11 +144,14 @@ def test_shared_memory_sees_every_agents_evidence_and_private_only_its_own():
 def test_false_reports_reach_the_shared_memory():
     env = wrapped({"unreliable_agent": 0, "poison_rate": 1.0, **SHORT}, memory="append-only")
     _, infos = env.reset(seed=0)
-    _, _, _, _, infos = env.step({a: 0 for a in env.agents})
+    correct = {agent: info["oracle"]["correct"] for agent, info in infos.items()}
+    _, rewards, _, _, infos = env.step({agent: env.to_action(value) for agent, value in correct.items()})
+    assert all(reward == 1.0 for reward in rewards.values())
     (lie,) = infos["agent_0"]["evidence"]
-    assert infos["agent_0"]["poisoned"]
+    assert infos["agent_0"]["poisoned"] and lie.value != correct["agent_0"]
+    # every agent told the truth about a correct tool, so only agent_0's lie names a wrong one
     for agent in env.possible_agents:
-        assert any(r.value == lie.value and r.source == "agent_0" for r in env.memories[agent].retrieve(lie.key))
+        assert lie.value in [r.value for r in env.memories[agent].retrieve(lie.key)]
 
 
 @pytest.mark.parametrize("shared", [True, False])
@@ -198,6 +201,7 @@ class PlainMemory:
         self.boundary_calls = 0
         self.resets = 0
         self.seen: list = []
+        self.asked: list[tuple[str, str]] = []
 
     def on_phase_boundary(self) -> None:
         self.boundary_calls += 1
@@ -206,6 +210,7 @@ class PlainMemory:
         self.seen.append(evidence)
 
     def retrieve(self, key: str, context: str = "") -> list:
+        self.asked.append((key, context))
         return []
 
     def reset(self) -> None:
@@ -216,9 +221,12 @@ class PlainMemory:
 def test_memory_without_hooks_gets_evidence_but_no_hook_calls():
     own = PlainMemory()
     env = wrapped(SHORT, memory=own)
-    env.reset(seed=0)
+    _, infos = env.reset(seed=0)
     while env.agents:
-        env.step({a: 0 for a in env.agents})
+        assert own.asked == [(info["key"], info["context"]) for info in infos.values()]
+        own.asked.clear()
+        _, _, _, _, infos = env.step({a: 0 for a in env.agents})
+    assert own.asked == []  # no task is presented after the last step
     assert own.resets == 1 and len(own.seen) == 24 * 3
     assert [e.source for e in own.seen[:3]] == env.possible_agents
     assert own.trial == "untouched" and own.boundary_calls == 0
