@@ -129,7 +129,7 @@ class SharedMemory(BaseParallelWrapper):
     # ---------------------------------------------------------------- helpers
     def top_record(self, agent: str, info: dict[str, Any]) -> Record | None:
         """The first record ``agent``'s memory shows for the task in ``info`` that maps to an action."""
-        return top_record(self.memories[agent], info.get("key", ""), "",
+        return top_record(self.memories[agent], info.get("key", ""), info.get("context", ""),
                           functools.partial(self._action_of, agent))
 
     def _action_of(self, agent: str, value: str) -> int | None:

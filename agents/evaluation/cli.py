@@ -19,9 +19,18 @@ from typing import Any, Sequence
 import gymnasium as gym
 
 from tepa_envs.agents.evaluation.harness import check_env_id, evaluate, summarize, validate_methods
-from tepa_envs.agents.evaluation.settings import KEY_NOISE_LEVELS, KEY_NOISE_METHODS, KEY_NOISE_PAPER, REPRODUCIBLE, SETTINGS, Setting
+from tepa_envs.agents.evaluation.settings import (
+    KEY_NOISE_LEVELS,
+    KEY_NOISE_METHODS,
+    KEY_NOISE_PAPER,
+    REPRODUCIBLE,
+    SETTINGS,
+    Setting,
+    front_end_differences,
+)
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.agents.evaluation.report import format_table, plot_success, write_csv, write_json
+from tepa_envs.agents.evaluation.results import Summary
 
 
 class UsageError(Exception):
@@ -77,7 +86,7 @@ def _parse_json_object(option: str, text: str | None) -> dict[str, Any]:
 
 def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str],
                         env_kwargs: dict[str, Any], out: Path | None, setting: Setting | None,
-                        label: str) -> dict[str, Any]:
+                        label: str) -> Summary:
     progress = ProgressBar(label, enabled=not args.quiet and sys.stderr.isatty())
     _log(args, f"{label}: {len(methods)} methods x {args.seeds} seeds on {env_id} ({args.workers} workers)")
     reader_kwargs = getattr(args, "reader_kwargs_parsed", {})
@@ -89,6 +98,8 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
     print(f"\n== {label}: {env_id} {env_kwargs or ''} {reader_kwargs or ''} "
           f"({args.seeds} seeds, {evaluation.elapsed_s:.1f}s) ==")
     print(format_table(results, setting))
+    for method, kwargs in front_end_differences(env_id, methods).items():
+        print(f"front-end difference: {method} built with {kwargs} on {env_id}")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         write_json(results, out / "results.json")

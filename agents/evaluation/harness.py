@@ -17,10 +17,10 @@ import gymnasium as gym
 import numpy as np
 
 import tepa_envs  # noqa: F401  (registers the environments)
-from tepa_envs.core import PHASE_NAMES
 
 from tepa_envs.agents.readers.agent import MemoryAgent, run_episode
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.evaluation.results import Comparison, MethodSummary, PhaseEstimate, Summary
 from tepa_envs.agents.evaluation.settings import settings_for
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.registry import make_memory
@@ -154,15 +154,16 @@ def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
 
 
 def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-only", "no-memory"),
-              phase_names: Sequence[str] = PHASE_NAMES) -> Summary:
+              phase_names: Sequence[str] | None = None) -> Summary:
     """Per-phase success with CIs, MPI, trial budgets and Holm-corrected paired comparisons.
 
     Comparisons are method minus baseline per seed; p-values are two-sided paired
     sign-flip permutation tests, Holm–Bonferroni corrected over the whole family.
     ``Summary.to_json()`` is the ``results.json`` layout (docs/results_schema.md).
     """
-    from tepa_envs.agents.evaluation.results import Comparison, MethodSummary, PhaseEstimate, Summary
 
+    if phase_names is None:
+        phase_names = settings_for(evaluation.env_id).phase_names
     phases: list[tuple[str, int | None]] = [
         (name, i) for i, name in enumerate(phase_names) if np.any(evaluation.phase == i)
     ] + [("overall", None)]
