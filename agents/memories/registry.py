@@ -79,11 +79,3 @@ def make_memory(spec: str | Memory, **kwargs: Any) -> Memory:
     if not isinstance(getattr(memory, "name", None), str):
         raise TypeError(f"memory {spec!r} must have a string attribute 'name'")
     return memory
-
-
-def make_memory_for(env: Any, spec: str | Memory) -> Memory:
-    """:func:`make_memory` with the kwargs the environment asks for this method
-    (its ``memory_kwargs``, e.g. lexical retrieval on FactConsolidation)."""
-    table = getattr(getattr(env, "unwrapped", env), "memory_kwargs", {}) or {}
-    kwargs = table.get(spec, {}) if isinstance(spec, str) else {}
-    return make_memory(spec, **kwargs)

@@ -5,7 +5,16 @@ Environments emit :class:`Evidence`; memories return :class:`Record` objects;
 environment and :mod:`~tepa_envs.core.step_info` the ``info`` every step carries.
 """
 
-from tepa_envs.core.checks import check_phase_lengths, check_positive_int, check_probability, check_trial_kind
+from tepa_envs.core.checks import (
+    check_choice,
+    check_int,
+    check_number,
+    check_phase_lengths,
+    check_positive_int,
+    check_probability,
+    check_str,
+    check_trial_kind,
+)
 from tepa_envs.core.types import (
     PHASE_NAMES,
     TRIAL_KINDS,
@@ -19,5 +28,6 @@ from tepa_envs.core.types import (
 
 __all__ = [
     "PHASE_NAMES", "TRIAL_KINDS", "AuditEvent", "Evidence", "LifecycleState", "Record", "TrialFn",
-    "check_phase_lengths", "check_positive_int", "check_probability", "check_trial_kind", "validate_evidence",
+    "check_choice", "check_int", "check_number", "check_phase_lengths", "check_positive_int", "check_probability",
+    "check_str", "check_trial_kind", "validate_evidence",
 ]

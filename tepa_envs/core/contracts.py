@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
 
-from tepa_envs.core.checks import check_trial_kind
+from tepa_envs.core.checks import check_choice, check_str, check_trial_kind
 from tepa_envs.error import TrialsUnavailable
 
 TASK_ENV_MEMBERS: tuple[str, ...] = ("choices", "to_action", "stated_value", "offers_trials", "trial",
@@ -79,8 +79,6 @@ class ValueActions(TaskEnvDefaults):
         return self.values
 
     def to_action(self, value: str) -> int:
-        """The action that uses ``value``; ``ValueError`` for an unknown value."""
-        try:
-            return self._value_index[value]
-        except KeyError:
-            raise ValueError(f"unknown value {value!r}; valid values: {', '.join(self.values)}") from None
+        """The action that uses ``value``; ``TypeError`` for a non-string, ``ValueError``
+        for an unknown value."""
+        return self._value_index[check_choice("value", check_str("value", value), self._value_index)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tepa_envs.core import PHASE_NAMES, check_phase_lengths, check_probability
+from tepa_envs.core import PHASE_NAMES, check_int, check_phase_lengths, check_probability
 
 
 class PhaseSchedule:
@@ -48,8 +48,7 @@ def draw_phase_values(rng: np.random.Generator, n_keys: int, n_values: int,
     """Correct value index per phase and key, shape ``(4, n_keys)``."""
     check_probability("light_fraction", light_fraction)
     check_probability("return_fraction", return_fraction)
-    if n_values < 2:
-        raise ValueError(f"drift needs at least 2 values per key, got {n_values}")
+    check_int("n_values", n_values, low=2)  # drift needs another value to change to
     values = np.empty((len(PHASE_NAMES), n_keys), dtype=np.int64)
     values[0] = rng.integers(0, n_values, size=n_keys)
     values[1] = values[0]

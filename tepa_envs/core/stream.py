@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core.checks import check_trial_kind
+from tepa_envs.core.checks import check_choice, check_int, check_str, check_trial_kind
 from tepa_envs.core.contracts import ValueActions
 from tepa_envs.core.schedule import PhaseSchedule
 from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
@@ -54,11 +54,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     def __init__(self, phase_lengths: Sequence[int], values: Sequence[str],
                  render_mode: str | None = None) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
-            )
-        self.render_mode = render_mode
+        self.render_mode = check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
         self._set_values(values)
         self.action_space = gym.spaces.Discrete(len(self.values))
@@ -98,9 +94,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
             raise ResetNeeded("call reset() before step()")
         if self._t >= self.schedule.total:
             raise ResetNeeded("the episode has ended; call reset() to start a new one")
-        if not self._valid_action(action):
-            raise ValueError(f"action must be an int in [0, {self.action_space.n}), got {action!r}")
-        value = self.values[int(action)]
+        value = self.values[self._action_index(action)]
         outcome = self._execute(self._t, self._task, value)
         self._last_step = (self._t, self._task.key, value, outcome.success, outcome.message)
         self._t += 1
@@ -113,10 +107,12 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
             self._task = Task("", "", "")
         return observation, float(outcome.success), terminated, False, info
 
-    def _valid_action(self, action: Any) -> bool:
-        if type(action) is int or (isinstance(action, np.integer)):
-            return 0 <= action < len(self.values)
-        return isinstance(action, np.ndarray) and self.action_space.contains(action)
+    def _action_index(self, action: Any) -> int:
+        """``TypeError`` unless ``action`` is an integer (a Python or NumPy int, or a 0-d
+        integer array), ``ValueError`` outside the action space."""
+        if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+            action = action.item()
+        return check_int("action", action, low=0, high=len(self.values) - 1)
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -135,8 +131,8 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         per kind in :attr:`trials_spent`.
         """
         check_trial_kind(kind)
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError("trial key and value must be strings")
+        check_str("trial key", key)
+        check_str("trial value", value)
         if self._task is None:
             raise ResetNeeded("call reset() before trial()")
         self._trials_spent[kind] += 1

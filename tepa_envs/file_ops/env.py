@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core import Evidence, check_positive_int, check_probability
+from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_probability
 from tepa_envs.core.schedule import draw_phase_values
 from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
                            format_of, make_table, record_values, write_table)
@@ -29,8 +29,7 @@ def default_sandbox_parent() -> str | None:
 
 def export_keys(n_domains: int) -> tuple[str, ...]:
     """Conflict keys ``export/<domain>/<format>`` for the first ``n_domains`` domains."""
-    if not 1 <= n_domains <= len(DOMAINS):
-        raise ValueError(f"n_domains must be in [1, {len(DOMAINS)}], got {n_domains}")
+    check_int("n_domains", n_domains, low=1, high=len(DOMAINS))
     return tuple(f"export/{d}/{f}" for d in DOMAINS[:n_domains] for f in FORMATS)
 
 
@@ -133,15 +132,13 @@ class FileOpsEnv(TaskStreamEnv):
                  partial_return_fraction: float = 0.5, min_records: int = 3, max_records: int = 6,
                  max_file_bytes: int = 256 << 10, max_total_bytes: int = 4 << 20, max_files: int = 256,
                  sandbox_dir: str | None = None, render_mode: str | None = None) -> None:
-        self.n_domains = check_positive_int("n_domains", n_domains)
         self.keys = export_keys(n_domains)
+        self.n_domains = n_domains
         self.csv_fraction = check_probability("csv_fraction", csv_fraction)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
         self.min_records = check_positive_int("min_records", min_records)
-        self.max_records = check_positive_int("max_records", max_records)
-        if max_records < min_records:
-            raise ValueError(f"max_records ({max_records}) must be >= min_records ({min_records})")
+        self.max_records = check_int("max_records", max_records, low=self.min_records)
         self.sandbox = Sandbox(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, parent_dir=sandbox_dir or default_sandbox_parent())
         super().__init__(phase_lengths, WRITER_CONFIGS, render_mode)
@@ -178,9 +175,8 @@ class FileOpsEnv(TaskStreamEnv):
     def accepted_config(self, key: str, t: int | None = None) -> str:
         """The configuration the hidden consumer of ``key`` accepts at task ``t``
         (default: now). For evaluation and tests only."""
-        parts = self._key_parts(key)
-        if parts is None:
-            raise ValueError(f"unknown key {key!r}; valid keys: {', '.join(self.keys)}")
+        parts = self._key_parts(check_choice("key", key, self._key_index))
+        assert parts is not None
         domain, fmt = parts
         phase = self.schedule.phase_of(self.t if t is None else t)
         index = self.csv_regime[phase, domain] if fmt == "csv" else self.json_accepted[domain]

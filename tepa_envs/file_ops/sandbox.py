@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from tepa_envs.file_ops import sandbox_paths as paths
 from tepa_envs.core import check_positive_int
+from tepa_envs.error import ResetNeeded
 from tepa_envs.file_ops.sandbox_paths import MAX_COMPONENT_CHARS, MAX_DEPTH, MAX_PATH_CHARS, PathArg, SandboxError
 
 __all__ = ["FileInfo", "MAX_COMPONENT_CHARS", "MAX_DEPTH", "MAX_PATH_CHARS", "PathArg", "Sandbox", "SandboxError"]
@@ -56,7 +57,10 @@ class Sandbox:
     """One private temporary directory with ``read``/``write``/``list``/``move``/``delete``/``stat``.
 
     The directory is created by :meth:`reset` and removed by :meth:`close`, when
-    the object is garbage-collected, or when the interpreter exits.
+    the object is garbage-collected, or when the interpreter exits. A closed
+    sandbox (before the first :meth:`reset`, or after :meth:`close`) raises
+    Gymnasium's ``ResetNeeded`` when used; :class:`SandboxError` is kept for
+    paths and operations the sandbox refuses.
 
     Args:
         max_file_bytes: largest file that may be written or read (default 1 MiB).
@@ -142,7 +146,7 @@ class Sandbox:
     def root(self) -> str:
         """Absolute path of the directory, for inspection only."""
         if self._root is None:
-            raise RuntimeError("the sandbox is closed; call reset() first")
+            raise ResetNeeded("the sandbox is closed; call reset() first")
         return self._root
 
     @property
@@ -286,7 +290,7 @@ class Sandbox:
     # -------------------------------------------------------------- helpers
     def _require_open(self, path: object) -> int:
         if self._root is None:
-            raise RuntimeError("the sandbox is closed; call reset() first")
+            raise ResetNeeded("the sandbox is closed; call reset() first")
         return self._root_fd
 
     def _open_parent(self, path: object, parts: tuple[str, ...]) -> int:

@@ -20,6 +20,7 @@ import stat as stat_module
 from collections.abc import Iterator
 from typing import Union
 
+from tepa_envs.core.checks import check_str
 from tepa_envs.error import SandboxError
 
 PathArg = Union[str, "os.PathLike[str]"]
@@ -39,8 +40,7 @@ def split_path(path: object, *, allow_root: bool = False) -> tuple[str, ...]:
     """The validated components of ``path``; ``()`` for ``"."`` when ``allow_root``."""
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
-    if not isinstance(path, str):
-        raise TypeError(f"a sandbox path must be a str, got {type(path).__name__}")
+    path = check_str("a sandbox path", path)
     if "\x00" in path:
         raise SandboxError(path, "contains a NUL byte")
     if path == "." and allow_root:

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core import Evidence, check_positive_int, check_probability
+from tepa_envs.core import Evidence, check_int, check_probability
 from tepa_envs.core.schedule import draw_phase_values
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 
@@ -18,12 +18,11 @@ INPUT_TYPES = ("csv", "json", "pdf", "html", "text", "xml")
 
 def key_names(n_keys: int) -> tuple[str, ...]:
     """Deterministic conflict keys ``task_type/domain/input_type`` for ``n_keys`` keys."""
+    check_int("n_keys", n_keys, low=1, high=len(TASK_TYPES) * len(DOMAINS) * len(INPUT_TYPES))
     names = []
     for i in range(n_keys):
         names.append(f"{TASK_TYPES[i % len(TASK_TYPES)]}/{DOMAINS[(i // len(TASK_TYPES)) % len(DOMAINS)]}/"
                      f"{INPUT_TYPES[(i // (len(TASK_TYPES) * len(DOMAINS))) % len(INPUT_TYPES)]}")
-    if len(set(names)) != n_keys:
-        raise ValueError(f"n_keys must be at most {len(TASK_TYPES) * len(DOMAINS) * len(INPUT_TYPES)}")
     return tuple(names)
 
 
@@ -127,14 +126,12 @@ class RegimeDriftEnv(TaskStreamEnv):
                  n_tools: int = 3, n_keys: int = 1, light_drift_fraction: float = 0.5,
                  partial_return_fraction: float = 0.5, key_noise: float = 0.0,
                  render_mode: str | None = None) -> None:
-        self.n_tools = check_positive_int("n_tools", n_tools)
-        if n_tools < 3:
-            raise ValueError(f"n_tools must be >= 3, got {n_tools}")
-        self.n_keys = check_positive_int("n_keys", n_keys)
+        self.n_tools = check_int("n_tools", n_tools, low=3)
+        self.keys = key_names(n_keys)
+        self.n_keys = len(self.keys)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
         self.key_noise = check_probability("key_noise", key_noise)
-        self.keys = key_names(n_keys)
         super().__init__(phase_lengths, tuple(f"tool_{i}" for i in range(n_tools)), render_mode)
         self.observation_space = gym.spaces.MultiDiscrete([self.n_keys, self.n_tools + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}

@@ -28,7 +28,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from tepa_envs.core import PHASE_NAMES
+from tepa_envs.core import PHASE_NAMES, check_positive_int
 from tepa_envs.core.step_info import batched_step_info
 from tepa_envs.error import ResetNeeded
 from tepa_envs.regime_drift.env import RegimeDriftEnv, build_world
@@ -47,8 +47,7 @@ class RegimeDriftVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        num_envs = check_positive_int("num_envs", num_envs)
         if kwargs.get("render_mode") is not None:
             raise ValueError("RegimeDriftVectorEnv does not render; use render_mode=None")
         kwargs.pop("render_mode", None)
@@ -126,8 +125,10 @@ class RegimeDriftVectorEnv(VectorEnv):
         mask = np.ones(n, dtype=bool)
         if options is not None and "reset_mask" in options:
             mask = options["reset_mask"]
-            if not isinstance(mask, np.ndarray) or mask.shape != (n,) or mask.dtype != np.bool_:
-                raise TypeError(f"options['reset_mask'] must be a bool numpy array of shape ({n},), got {mask!r}")
+            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+                raise TypeError(f"options['reset_mask'] must be a bool numpy array, got {mask!r}")
+            if mask.shape != (n,):
+                raise ValueError(f"options['reset_mask'] must have shape ({n},), got {mask.shape}")
             if not mask.any():
                 raise ValueError("options['reset_mask'] must contain at least one True value")
         for i in np.flatnonzero(mask):
@@ -140,9 +141,10 @@ class RegimeDriftVectorEnv(VectorEnv):
         if not self._started:
             raise ResetNeeded("call reset() before step()")
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
-            raise ValueError(f"actions must be an int array of shape ({self.num_envs},), "
-                             f"got shape {actions.shape} and dtype {actions.dtype}")
+        if not np.issubdtype(actions.dtype, np.integer):
+            raise TypeError(f"actions must be an int array, got dtype {actions.dtype}")
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), got {actions.shape}")
         resetting = self._autoreset
         stepping = ~resetting
         bad = stepping & ((actions < 0) | (actions >= self._n_tools))
