@@ -10,6 +10,10 @@ Importing this package registers the environments::
 
 from __future__ import annotations
 
+import importlib.abc
+import sys
+from pathlib import Path
+
 from gymnasium.envs.registration import register, registry
 
 from tepa_envs.core import PHASE_NAMES, AuditEvent, Evidence, LifecycleState, Record
@@ -32,3 +36,36 @@ for _env_id, _entry_point in _ENTRY_POINTS.items():
     if _env_id not in registry:
         register(id=_env_id, entry_point=_entry_point,
                  vector_entry_point=_VECTOR_ENTRY_POINTS.get(_env_id))
+
+
+class _NotInstalledFinder(importlib.abc.MetaPathFinder):
+    """The last finder on ``sys.meta_path``: reached for ``tepa_envs.agents`` or
+    ``tepa_envs.wrappers`` only when no other finder found them, which happens
+    when ``tepa_envs`` is imported from a source checkout that was never
+    installed (``agents/`` and ``wrappers/`` become sub-packages of ``tepa_envs``
+    only through the ``package-dir`` mapping that ``pip install`` applies).
+    Raises one clear ``ModuleNotFoundError`` instead of "No module named ...".
+    """
+
+    PACKAGES = ("agents", "wrappers")
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
+        parts = fullname.split(".")
+        if len(parts) < 2 or parts[0] != __name__ or parts[1] not in self.PACKAGES:
+            return None
+        package = ".".join(parts[:2])
+        if fullname != package and package in sys.modules:
+            return None  # the sub-package is importable: a missing submodule is a plain miss
+        checkout = Path(__file__).resolve().parent.parent
+        if (checkout / "pyproject.toml").is_file() and (checkout / parts[1]).is_dir():
+            message = (f"{package} is not importable: {__name__} was imported from the source checkout "
+                       f"{checkout}, which is not installed ({parts[1]}/ becomes {package} only through "
+                       f"the installation). Run `pip install -e .` in {checkout}.")
+        else:
+            message = (f"{package} is missing from the installation of {__name__} in {checkout}; "
+                       "reinstall tepa-envs (`pip install -e .` in a source checkout).")
+        raise ModuleNotFoundError(message, name=fullname)
+
+
+if not any(type(finder).__name__ == _NotInstalledFinder.__name__ for finder in sys.meta_path):  # once, even on reload
+    sys.meta_path.append(_NotInstalledFinder())

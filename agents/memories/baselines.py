@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from itertools import groupby
 
-from tepa_envs.core import Evidence, LifecycleState, Record, check_positive_int
+from tepa_envs.core import Evidence, LifecycleState, Record, check_choice, check_positive_int
 
 from tepa_envs.agents.memories.lexical import BM25Index
 from tepa_envs.agents.memories.protocol import MemoryBase
@@ -25,9 +25,7 @@ def asserts_value(evidence: Evidence) -> bool:
 
 
 def check_retrieval(retrieval: object) -> str:
-    if retrieval not in RETRIEVALS:
-        raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}, got {retrieval!r}")
-    return retrieval  # type: ignore[return-value]
+    return check_choice("retrieval", retrieval, RETRIEVALS)  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
@@ -78,7 +76,6 @@ class AppendOnly(MemoryBase):
 
     def _reset(self) -> None:
         self._values: dict[str, dict[str, ValueEntry]] = {}
-        self.writes = 0
         self._index = BM25Index() if self.retrieval == "lexical" else None
         self._documents: list[tuple[str, str]] = []
         self._document_of: dict[tuple[str, str], int] = {}
@@ -86,7 +83,6 @@ class AppendOnly(MemoryBase):
     def _observe(self, evidence: Evidence) -> None:
         if not asserts_value(evidence):
             return
-        self.writes += 1
         entries = self._values.setdefault(evidence.key, {})
         entry = entries.get(evidence.value)
         if entry is None:

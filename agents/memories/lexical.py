@@ -15,6 +15,8 @@ from collections import Counter
 
 import numpy as np
 
+from tepa_envs.core import check_number, check_positive_int, check_probability, check_str
+
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -36,14 +38,9 @@ class BM25Index:
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
-        for name, value in (("k1", k1), ("b", b)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-        if not k1 >= 0.0:
+        if not check_number("k1", k1) >= 0.0:
             raise ValueError(f"k1 must be >= 0, got {k1}")
-        if not 0.0 <= b <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {b}")
-        self.k1, self.b = float(k1), float(b)
+        self.k1, self.b = float(k1), check_probability("b", b)
         self.clear()
 
     def clear(self) -> None:
@@ -61,9 +58,7 @@ class BM25Index:
 
     def add(self, text: str) -> int:
         """Index ``text``; returns its document id (0, 1, 2, ...)."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        counts = Counter(tokenize(text))
+        counts = Counter(tokenize(check_str("text", text)))
         doc = self._n_docs
         if doc == len(self._doc_lengths):
             self._doc_lengths = np.concatenate([self._doc_lengths, np.zeros_like(self._doc_lengths)])
@@ -92,8 +87,7 @@ class BM25Index:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (zeros when no term matches)."""
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        check_str("query", query)
         n = self._n_docs
         terms = sorted({self._vocabulary[t] for t in tokenize(query) if t in self._vocabulary})
         if n == 0 or not terms:
@@ -112,8 +106,7 @@ class BM25Index:
     def top(self, query: str, k: int) -> list[tuple[int, float]]:
         """At most ``k`` documents with a positive score, best first; ties keep the
         whole tied group (so a caller can break ties), ordered by document id."""
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        check_positive_int("k", k)
         scores = np.round(self.scores(query), 9)
         positive = np.flatnonzero(scores > 0.0)
         if positive.size > k:

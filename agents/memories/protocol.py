@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from tepa_envs.core import Evidence, Record, TrialFn, validate_evidence
+from tepa_envs.core import Evidence, Record, TrialFn, check_str, validate_evidence
 
 
 @runtime_checkable
@@ -80,11 +80,7 @@ class MemoryBase(MemoryHooks):
         self._last_t = evidence.t
 
     def retrieve(self, key: str, context: str = "") -> list[Record]:
-        if not isinstance(key, str):
-            raise TypeError(f"key must be a str, got {type(key).__name__}")
-        if not isinstance(context, str):
-            raise TypeError(f"context must be a str, got {type(context).__name__}")
-        return self._retrieve(key, context)
+        return self._retrieve(check_str("key", key), check_str("context", context))
 
     def reset(self) -> None:
         self._last_t = None

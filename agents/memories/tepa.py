@@ -34,6 +34,7 @@ from tepa_envs.core import (
     Evidence,
     LifecycleState,
     Record,
+    check_number,
     check_positive_int,
     check_probability,
 )
@@ -138,8 +139,8 @@ class TEPA(MemoryBase):
                  revocation: bool = True, top_k: int = 3) -> None:
         super().__init__()
         for prior_name, prior in (("alpha", alpha), ("beta", beta)):
-            if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not prior > 0:
-                raise ValueError(f"{prior_name} must be a positive number, got {prior!r}")
+            if not check_number(prior_name, prior) > 0:
+                raise ValueError(f"{prior_name} must be > 0, got {prior!r}")
         self.alpha, self.beta = float(alpha), float(beta)
         self.theta_rev = check_probability("theta_rev", theta_rev)
         self.theta_rec = check_probability("theta_rec", theta_rec)

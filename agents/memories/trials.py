@@ -30,7 +30,6 @@ from tepa_envs.core import TRIAL_KINDS, TrialFn, check_probability
 @dataclass(frozen=True, slots=True)
 class TrialOutcome:
     passed: bool
-    support_passed: bool
     incumbent_failed: bool | None
     unrelated_failed: bool | None
 
@@ -63,7 +62,7 @@ class TrialGate:
             if not unrelated_failed:
                 judged.append(True)
         passed = support_ok and sum(judged) / len(judged) >= self.pass_ratio
-        return TrialOutcome(passed, support_ok, incumbent_failed, unrelated_failed)
+        return TrialOutcome(passed, incumbent_failed, unrelated_failed)
 
     def _run(self, trial: TrialFn, kind: str, key: str, value: str) -> bool:
         assert kind in TRIAL_KINDS

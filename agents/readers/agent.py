@@ -8,6 +8,9 @@ from typing import Any, Mapping
 import gymnasium as gym
 import numpy as np
 
+from tepa_envs.core import check_choice
+from tepa_envs.error import ResetNeeded
+
 from tepa_envs.agents.memories.protocol import Memory, hooks_of
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
@@ -28,8 +31,7 @@ class MemoryAgent:
 
     def __init__(self, memory: Memory | str, reader: EvidenceReader | None = None, *,
                  reading: str = "direct") -> None:
-        if reading not in READINGS:
-            raise ValueError(f"reading must be one of {tuple(READINGS)}, got {reading!r}")
+        check_choice("reading", reading, READINGS)
         self.memory = make_memory(memory)
         self.reader = reader if reader is not None else EvidenceReader()
         self.reading = reading
@@ -47,13 +49,13 @@ class MemoryAgent:
     def act(self, info: Mapping[str, Any]) -> Any:
         """Choose the action for the task described by ``info``."""
         if self._task is None:
-            raise RuntimeError("call MemoryAgent.reset(env, seed) before act()")
+            raise ResetNeeded("call MemoryAgent.reset(env, seed) before act()")
         return self._task.to_action(self._read(self.memory, self.reader, self._task, info))
 
     def pass_action(self) -> Any:
         """The action of a step that asks for no decision (the empty value)."""
         if self._task is None:
-            raise RuntimeError("call MemoryAgent.reset(env, seed) before pass_action()")
+            raise ResetNeeded("call MemoryAgent.reset(env, seed) before pass_action()")
         return self._task.to_action("")
 
     def learn(self, info: Mapping[str, Any]) -> None:

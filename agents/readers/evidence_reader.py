@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tepa_envs.core import Record, check_probability
+from tepa_envs.core import Record, check_int, check_probability
 
 
 class EvidenceReader:
@@ -49,9 +49,7 @@ class EvidenceReader:
     def __init__(self, follow_prob: float = 0.95, stated_prob: float = 0.15, seed: int = 0) -> None:
         self.follow_prob = check_probability("follow_prob", follow_prob)
         self.stated_prob = check_probability("stated_prob", stated_prob)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-        self.seed = seed
+        self.seed = check_int("seed", seed)
         self.rng = np.random.default_rng(seed)
 
     def reset(self, episode_seed: int | None = None) -> None:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tepa_envs.core.checks import check_choice, check_int
+
 LENGTHS: dict[str, int] = {"6k": 455, "32k": 2310, "64k": 4580, "262k": 18332}
 SPLITS: tuple[str, ...] = ("sh", "mh")
 N_QUESTIONS = 100
@@ -136,23 +138,15 @@ class FactWorld:
 
 
 def check_length(length: object) -> str:
-    if length not in LENGTHS:
-        raise ValueError(f"length must be one of {', '.join(LENGTHS)}, got {length!r}")
-    return length  # type: ignore[return-value]
+    return check_choice("length", length, LENGTHS)  # type: ignore[return-value]
 
 
 def check_split(split: object) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    return split  # type: ignore[return-value]
+    return check_choice("split", split, SPLITS)  # type: ignore[return-value]
 
 
 def check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    return int(seed)
+    return check_int("seed", seed, low=0)  # type: ignore[arg-type]
 
 
 def source_name(split: str, length: str) -> str:

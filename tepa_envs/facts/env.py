@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core import Evidence, check_positive_int
+from tepa_envs.core import Evidence, check_choice, check_positive_int, check_str
 from tepa_envs.core.contracts import TaskEnvDefaults
 from tepa_envs.core.step_info import OracleInfo, StepInfo, oracle_info, step_info
 from tepa_envs.error import ResetNeeded
@@ -41,10 +41,6 @@ class EpisodeData:
     evidence: tuple[Evidence | None, ...]   # per fact; None when its template is unknown
     questions: tuple[Question, ...]
     source: str
-
-    @property
-    def unparsed_facts(self) -> int:
-        return sum(e is None for e in self.evidence)
 
 
 ParsedFacts = tuple[tuple[tuple[int, str], ...], tuple[Evidence | None, ...], frozenset[str]]
@@ -152,9 +148,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
                  data_path: str | Path | None = None, render_mode: str | None = None) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
-                             f"got {render_mode!r}")
+        check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         self.split = check_split(split)
         self.length = check_length(length)
         self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
@@ -191,8 +185,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             raise ResetNeeded("call reset() before step()")
         if self._t >= self._n_steps:
             raise ResetNeeded("the episode has ended; call reset() to start a new one")
-        if not isinstance(action, str):
-            raise ValueError(f"action must be a str answer, got {type(action).__name__}")
+        check_str("action", action)
         success: bool | None = None
         evidence: tuple[Evidence, ...] = ()
         if self._t < self._n_chunks:
@@ -221,9 +214,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     def to_action(self, value: str) -> str:
         """The action that states ``value`` as the answer."""
-        if not isinstance(value, str):
-            raise TypeError(f"value must be a str, got {type(value).__name__}")
-        return value
+        return check_str("value", value)
 
     # ------------------------------------------------------------------ helpers
     def _observation(self) -> dict[str, Any]:

@@ -8,6 +8,10 @@
 * :func:`parse_fact` / :func:`parse_questions`: facts and questions in the
   generator's templates, turned into ``subject|relation`` keys and relation
   chains. Text in other templates does not parse (``None`` / ``[]``).
+
+A malformed file or record raises :class:`~tepa_envs.error.DataFormatError`
+(a ``ValueError``) naming where the problem is; a parquet file without pandas
+installed raises Gymnasium's ``DependencyNotInstalled``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from tepa_envs.error import DataFormatError, DependencyNotInstalled
 from tepa_envs.facts.data import RELATIONS, check_length, check_split, source_name
 
 _LINE = re.compile(r"^\s*(\d+)\.\s+(.*\S)\s*$")
@@ -25,34 +30,42 @@ _LINE = re.compile(r"^\s*(\d+)\.\s+(.*\S)\s*$")
 
 # ------------------------------------------------------------------ schema
 def validate_record(record: object, where: str = "record") -> dict[str, Any]:
-    """Check one record against the FactConsolidation schema; normalise answers to lists."""
+    """Check one record against the FactConsolidation schema; normalise answers to lists.
+
+    Raises :class:`~tepa_envs.error.DataFormatError` naming the field (``where`` prefixes it).
+    """
     if not isinstance(record, dict):
-        raise TypeError(f"{where} must be a dict, got {type(record).__name__}")
+        raise DataFormatError(f"{where} must be a dict, got {type(record).__name__}")
     missing = [f for f in ("context", "questions", "answers") if f not in record]
     if missing:
-        raise ValueError(f"{where} lacks field(s) {', '.join(missing)}")
+        raise DataFormatError(f"{where} lacks field(s) {', '.join(missing)}")
     if not isinstance(record["context"], str) or not record["context"].strip():
-        raise ValueError(f"{where}.context must be a non-empty string")
+        raise DataFormatError(f"{where}.context must be a non-empty string")
+    for field in ("questions", "answers"):
+        if not isinstance(record[field], (list, tuple)):
+            raise DataFormatError(f"{where}.{field} must be a list, got {type(record[field]).__name__}")
     questions, answers = list(record["questions"]), list(record["answers"])
     if not all(isinstance(q, str) for q in questions):
-        raise ValueError(f"{where}.questions must be a list of strings")
+        raise DataFormatError(f"{where}.questions must be a list of strings")
     if len(questions) != len(answers):
-        raise ValueError(f"{where} has {len(questions)} questions but {len(answers)} answers")
+        raise DataFormatError(f"{where} has {len(questions)} questions but {len(answers)} answers")
     aliases: list[list[str]] = []
     for i, answer in enumerate(answers):
-        listed = [answer] if isinstance(answer, str) else list(answer)
+        listed = [answer] if isinstance(answer, str) else list(answer) if isinstance(answer, (list, tuple)) else []
         if not listed or not all(isinstance(a, str) for a in listed):
-            raise ValueError(f"{where}.answers[{i}] must be a string or a non-empty list of strings")
+            raise DataFormatError(f"{where}.answers[{i}] must be a string or a non-empty list of strings")
         aliases.append(listed)
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
-        raise ValueError(f"{where}.metadata must be a dict")
+        raise DataFormatError(f"{where}.metadata must be a dict")
     metadata = dict(metadata)
     if "qa_pair_ids" in metadata:
+        if not isinstance(metadata["qa_pair_ids"], (list, tuple)):
+            raise DataFormatError(f"{where}.metadata.qa_pair_ids must be a list")
         metadata["qa_pair_ids"] = [str(x) for x in metadata["qa_pair_ids"]]
         if len(metadata["qa_pair_ids"]) != len(questions):
-            raise ValueError(f"{where}.metadata.qa_pair_ids has {len(metadata['qa_pair_ids'])} ids "
-                             f"for {len(questions)} questions")
+            raise DataFormatError(f"{where}.metadata.qa_pair_ids has {len(metadata['qa_pair_ids'])} ids "
+                                  f"for {len(questions)} questions")
     return {"context": record["context"], "questions": questions, "answers": aliases, "metadata": metadata}
 
 
@@ -77,26 +90,33 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ValueError(f"no such file: {path}")
     if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = _parse_json(path.read_text(encoding="utf-8"), path.name)
         rows = data if isinstance(data, list) else [data]
     elif path.suffix == ".jsonl":
         lines = path.read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines if line.strip()]
+        rows = [_parse_json(line, f"{path.name} line {n}") for n, line in enumerate(lines, 1) if line.strip()]
     elif path.suffix == ".parquet":
         rows = _read_parquet(path)
     else:
         raise ValueError(f"records are read from .json, .jsonl or .parquet files, got {path.name!r}")
     if not rows:
-        raise ValueError(f"{path} holds no records")
+        raise DataFormatError(f"{path} holds no records")
     return [validate_record(r, f"{path.name}[{i}]") for i, r in enumerate(rows)]
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(f"{where} is not valid JSON: {exc}") from None
 
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:
     try:
         import pandas as pd
     except ImportError:
-        raise ValueError(f"reading {path.name} needs pandas and pyarrow: pip install pandas pyarrow "
-                         "(or convert the file to .json / .jsonl)") from None
+        raise DependencyNotInstalled(f"reading {path.name} needs pandas and pyarrow: pip install pandas pyarrow "
+                                     "(or convert the file to .json / .jsonl)") from None
     frame = pd.read_parquet(path)
     return [_plain(row) for row in frame.to_dict(orient="records")]
 
@@ -138,7 +158,7 @@ def parse_context(context: str) -> list[tuple[int, str]]:
         if match:
             facts.append((int(match.group(1)), match.group(2)))
     if not facts:
-        raise ValueError("the context holds no numbered facts ('<n>. <fact>' lines)")
+        raise DataFormatError("the context holds no numbered facts ('<n>. <fact>' lines)")
     return facts
 
 

@@ -12,15 +12,15 @@ import re
 import string
 from typing import Sequence
 
+from tepa_envs.core.checks import check_str
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 def normalize_answer(text: str) -> str:
     """Lower-case, strip punctuation and articles, collapse white space."""
-    if not isinstance(text, str):
-        raise TypeError(f"answer must be a str, got {type(text).__name__}")
-    text = text.lower().translate(_PUNCTUATION)
+    text = check_str("answer", text).lower().translate(_PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
@@ -31,12 +31,3 @@ def substring_exact_match(prediction: str, answers: str | Sequence[str]) -> floa
         raise ValueError("answers must hold at least one gold alias")
     predicted = normalize_answer(prediction)
     return float(any(normalize_answer(alias) in predicted for alias in aliases))
-
-
-def exact_match(prediction: str, answers: str | Sequence[str]) -> float:
-    """1.0 when the normalised prediction equals a normalised gold alias, else 0.0."""
-    aliases = [answers] if isinstance(answers, str) else list(answers)
-    if not aliases:
-        raise ValueError("answers must hold at least one gold alias")
-    predicted = normalize_answer(prediction)
-    return float(any(normalize_answer(alias) == predicted for alias in aliases))

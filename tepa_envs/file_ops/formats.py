@@ -16,6 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tepa_envs.core.checks import check_choice
+
 CSV_DELIMITERS: dict[str, str] = {"csv:comma": ",", "csv:semicolon": ";", "csv:tab": "\t"}
 JSON_LAYOUTS: tuple[str, ...] = ("json:array", "json:lines", "json:envelope")
 WRITER_CONFIGS: tuple[str, ...] = (*CSV_DELIMITERS, *JSON_LAYOUTS)
@@ -48,18 +50,12 @@ _CONFIGS_OF = {f: tuple(c for c in WRITER_CONFIGS if _FORMAT_OF[c] == f) for f i
 
 def format_of(config: str) -> str:
     """``"csv"`` or ``"json"`` for a writer configuration."""
-    try:
-        return _FORMAT_OF[config]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown writer configuration {config!r}; valid: {', '.join(WRITER_CONFIGS)}") from None
+    return _FORMAT_OF[check_choice("writer configuration", config, _FORMAT_OF)]
 
 
 def configs_of(fmt: str) -> tuple[str, ...]:
     """The writer configurations of one format."""
-    try:
-        return _CONFIGS_OF[fmt]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}") from None
+    return _CONFIGS_OF[check_choice("format", fmt, _CONFIGS_OF)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +108,7 @@ def _column(kind: str, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def make_table(domain: str, values: Sequence[Sequence[Any]], n_records: int) -> Table:
     """The table of the first ``n_records`` records of ``values`` (one list per record,
     as from :func:`record_values`)."""
-    if domain not in SCHEMAS:
-        raise ValueError(f"unknown domain {domain!r}; valid: {', '.join(DOMAINS)}")
+    check_choice("domain", domain, SCHEMAS)
     fields = _FIELDS[domain]
     records = tuple(dict(zip(fields, row)) for row in values[:n_records])
     return Table(domain, fields, _KINDS[domain], records)

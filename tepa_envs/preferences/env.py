@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core import Evidence, check_positive_int, check_probability
+from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_probability, check_str
 from tepa_envs.preferences.users import (
     MAX_VALUES,
     PROFILE_CONTEXTS,
@@ -135,9 +135,9 @@ class PreferenceStreamEnv(TaskStreamEnv):
                  stated_rate: float = 0.85, noise_rate: float = 0.05, noise_gap: int = 6,
                  main_profile_share: float = 0.9, light_drift_fraction: float = 0.25,
                  partial_return_fraction: float = 0.5, render_mode: str | None = None) -> None:
-        self.n_slots = _check_range("n_slots", n_slots, 4, len(SLOTS))
-        self.n_contexts = _check_range("n_contexts", n_contexts, 1, len(PROFILE_CONTEXTS))
-        self.n_values = _check_range("n_values", n_values, 3, MAX_VALUES)
+        self.n_slots = check_int("n_slots", n_slots, low=4, high=len(SLOTS))
+        self.n_contexts = check_int("n_contexts", n_contexts, low=1, high=len(PROFILE_CONTEXTS))
+        self.n_values = check_int("n_values", n_values, low=3, high=MAX_VALUES)
         self.stated_rate = check_probability("stated_rate", stated_rate)
         self.noise_rate = check_probability("noise_rate", noise_rate)
         self.noise_gap = check_positive_int("noise_gap", noise_gap)
@@ -163,8 +163,7 @@ class PreferenceStreamEnv(TaskStreamEnv):
     def preference(self, key: str, t: int | None = None) -> str:
         """The user's true preference for ``key`` at session ``t`` (default: now).
         For evaluation and tests; agents never see it."""
-        if key not in self._key_index:
-            raise ValueError(f"unknown key {key!r}; valid keys: {', '.join(self.keys)}")
+        check_choice("key", key, self._key_index)
         phase = self.schedule.phase_of(self.t if t is None else t)
         index = int(self._world().preference[phase, self._key_index[key]])
         return self.slot_values[slot_of(key)][index]
@@ -197,14 +196,13 @@ class PreferenceStreamEnv(TaskStreamEnv):
     # ------------------------------------------------------- language agents
     def choices(self, key: str) -> tuple[str, ...]:
         """The values of ``key``'s slot."""
-        if key not in self._key_index:
-            raise ValueError(f"unknown key {key!r}; valid keys: {', '.join(self.keys)}")
+        check_choice("key", key, self._key_index)
         return self.slot_values[slot_of(key)]
 
     def stated_value(self, key: str, context: str) -> str | None:
         """The value the session text ``context`` states for ``key``, or ``None``."""
-        if not isinstance(key, str) or not isinstance(context, str):
-            raise TypeError("key and context must be strings")
+        check_str("key", key)
+        check_str("context", context)
         if key not in self._key_index:
             return None
         value = parse_statement(key, context)
@@ -219,10 +217,3 @@ class PreferenceStreamEnv(TaskStreamEnv):
         if world is None:
             raise ResetNeeded("call reset() before asking about the user")
         return world
-
-
-def _check_range(name: str, value: int, low: int, high: int) -> int:
-    check_positive_int(name, value)
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
-    return value

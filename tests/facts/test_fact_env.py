@@ -134,7 +134,7 @@ def test_bad_arguments_and_actions_are_refused():
     with pytest.raises(ResetNeeded, match="reset"):
         env.step("x")
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="action must be a str"):
+    with pytest.raises(TypeError, match="action must be a str"):
         env.step(3)
     roll(env, seed=0)
     with pytest.raises(ResetNeeded, match="episode has ended"):

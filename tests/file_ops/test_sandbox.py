@@ -16,6 +16,7 @@ from typing import Callable
 
 import pytest
 
+from tepa_envs.error import ResetNeeded
 from tepa_envs.file_ops.sandbox import FileInfo, Sandbox, SandboxError
 
 CANARY = b"canary-secret\n"
@@ -283,7 +284,7 @@ def test_bad_types_and_quotas_are_rejected(tmp_path: Path):
     with pytest.raises(ValueError, match="parent_dir"):
         Sandbox(parent_dir=str(tmp_path / "missing"))
     sandbox = Sandbox(parent_dir=str(tmp_path))
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(ResetNeeded, match="closed"):
         sandbox.read("x")
     sandbox.reset()
     with pytest.raises(TypeError, match="path must be a str"):

@@ -133,15 +133,20 @@ def test_bad_actions_and_misuse_are_refused():
     with pytest.raises(ResetNeeded, match="reset"):
         env.step(0)
     env.reset(seed=0)
-    for action in (3, -1, "tool_0", 1.5):
-        with pytest.raises(ValueError, match="action"):
+    for action in (3, -1, np.int64(3), np.array(-1)):
+        with pytest.raises(ValueError, match=r"action must be in \[0, 2\]"):
+            env.step(action)
+    for action in ("tool_0", 1.5, True, np.array([0])):
+        with pytest.raises(TypeError, match="action must be an int"):
             env.step(action)
     for _ in range(4):
         env.step(0)
     with pytest.raises(ResetNeeded, match="ended"):
         env.step(0)
-    with pytest.raises(ValueError, match="unknown value"):
+    with pytest.raises(ValueError, match="value must be one of tool_0, tool_1, tool_2, got 'hammer'"):
         env.to_action("hammer")
+    with pytest.raises(TypeError, match="value must be a str"):
+        env.to_action(0)
 
 
 def test_ansi_render_describes_the_last_step():
