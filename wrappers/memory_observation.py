@@ -12,7 +12,7 @@ from tepa_envs.agents.readers.agent import write_step
 from tepa_envs.agents.readers.task_access import task_access
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.registry import make_memory
-from tepa_envs.core import Record
+from tepa_envs.core import Record, check_positive_int
 
 MEMORY_ENTRIES = ("memory_value", "memory_validity", "memory_support", "memory_conflict")
 
@@ -59,8 +59,7 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
         if not isinstance(env.action_space, gym.spaces.Discrete):
             raise TypeError(f"MemoryObservation needs a Discrete action space, got {env.action_space}")
         self._task = task_access(env)
-        if isinstance(count_cap, bool) or not isinstance(count_cap, int) or count_cap < 1:
-            raise ValueError(f"count_cap must be an int >= 1, got {count_cap!r}")
+        check_positive_int("count_cap", count_cap)
         self.memory = make_memory(memory, **(memory_kwargs or {}))
         self.count_cap = count_cap
         self.n_actions = int(env.action_space.n)

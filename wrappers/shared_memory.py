@@ -13,7 +13,7 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 from tepa_envs.agents.memories.protocol import Memory, hooks_of
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.task_access import task_access
-from tepa_envs.core import Record
+from tepa_envs.core import Record, check_positive_int
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, action_of, memory_view, top_record
 
 
@@ -56,8 +56,7 @@ class SharedMemory(BaseParallelWrapper):
         super().__init__(env)
         if not isinstance(shared, bool):
             raise TypeError(f"shared must be a bool, got {type(shared).__name__}")
-        if isinstance(count_cap, bool) or not isinstance(count_cap, int) or count_cap < 1:
-            raise ValueError(f"count_cap must be an int >= 1, got {count_cap!r}")
+        check_positive_int("count_cap", count_cap)
         if not shared and not isinstance(memory, str):
             raise TypeError("private memories need a method name or import path (one memory is made per agent)")
         self._n_actions: dict[str, int] = {}

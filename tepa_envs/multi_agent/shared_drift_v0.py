@@ -23,6 +23,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils import conversions, wrappers
 
 from tepa_envs.core import PHASE_NAMES, Evidence, check_positive_int, check_probability, check_trial_kind
+from tepa_envs.core.checks import check_int
 from tepa_envs.core.contracts import ValueActions
 from tepa_envs.core.schedule import PhaseSchedule, draw_phase_values
 from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
@@ -113,18 +114,13 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
                  render_mode: str | None = None) -> None:
         self.n_agents = check_positive_int("n_agents", n_agents)
         self.keys_per_agent = check_positive_int("keys_per_agent", keys_per_agent)
-        if isinstance(shared_keys, bool) or not isinstance(shared_keys, int) or not 0 <= shared_keys < keys_per_agent:
-            raise ValueError(f"shared_keys must be an int in [0, keys_per_agent={keys_per_agent}), got {shared_keys!r}")
-        self.n_tools = check_positive_int("n_tools", n_tools)
-        if n_tools < 3:
-            raise ValueError(f"n_tools must be >= 3, got {n_tools}")
+        shared_keys = check_int("shared_keys", shared_keys, low=0, high=keys_per_agent - 1)
+        self.n_tools = check_int("n_tools", n_tools, low=3)
         self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
-        if unreliable_agent is not None and (isinstance(unreliable_agent, bool) or not isinstance(unreliable_agent, int)
-                                             or not 0 <= unreliable_agent < n_agents):
-            raise ValueError(f"unreliable_agent must be None or an agent index in [0, {n_agents}), "
-                             f"got {unreliable_agent!r}")
+        if unreliable_agent is not None:
+            unreliable_agent = check_int("unreliable_agent", unreliable_agent, low=0, high=n_agents - 1)
         self.poison_rate = check_probability("poison_rate", poison_rate)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
@@ -227,8 +223,7 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
         if set(actions) != set(self.agents):
             raise ValueError(f"actions must name every live agent {self.agents}, got {sorted(actions)}")
         for agent, action in actions.items():
-            if not self.action_space(agent).contains(action):
-                raise ValueError(f"action of {agent} must be an int in [0, {self.n_tools}), got {action!r}")
+            check_int(f"action of {agent}", action, low=0, high=self.n_tools - 1)
         t = self._t
         rewards: dict[str, float] = {}
         reported: dict[str, list[Evidence]] = {}
