@@ -1,7 +1,8 @@
 """``tepa-bench``: evaluate memory methods on TEPA environments with paired statistics.
 
     tepa-bench reproduce controlled|executable|preference|facts|all [--seeds N] [--workers K] [--out DIR]
-    tepa-bench run ENV_ID --methods tepa,lww,my.pkg:MyMemory [--seeds N] [--workers K] [--out DIR]
+                         [--alpha A]
+    tepa-bench run ENV_ID --methods tepa,lww,my.pkg:MyMemory [--seeds N] [--workers K] [--out DIR] [--alpha A]
     tepa-bench list
 """
 
@@ -13,6 +14,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,16 +22,17 @@ import gymnasium as gym
 
 from tepa_envs.agents.evaluation.harness import check_env_id, evaluate, summarize, validate_methods
 from tepa_envs.agents.evaluation.settings import (
-    KEY_NOISE_LEVELS,
-    KEY_NOISE_METHODS,
-    KEY_NOISE_PAPER,
     REPRODUCIBLE,
     SETTINGS,
     Setting,
     front_end_differences,
 )
 from tepa_envs.agents.memories.registry import METHOD_NAMES
+from tepa_envs.agents.evaluation.facts import format_facts_table
+from tepa_envs.agents.evaluation.protocol import QUICK, Protocol
+from tepa_envs.agents.evaluation.readme import update_readme
 from tepa_envs.agents.evaluation.report import format_table, plot_success, write_csv, write_json
+from tepa_envs.agents.evaluation.reproduce import reproduce_all, reproduce_setting
 from tepa_envs.agents.evaluation.results import Summary
 
 
@@ -92,7 +95,7 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
     reader_kwargs = getattr(args, "reader_kwargs_parsed", {})
     evaluation = evaluate(env_id, methods, range(args.seeds), env_kwargs=env_kwargs,
                           workers=args.workers, progress=progress, reader_kwargs=reader_kwargs)
-    results = summarize(evaluation)
+    results = summarize(evaluation, alpha=args.alpha)
     if setting is not None:
         results = results.with_setting(setting)
     print(f"\n== {label}: {env_id} {env_kwargs or ''} {reader_kwargs or ''} "
@@ -109,53 +112,36 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
     return results
 
 
-def _key_noise(args: argparse.Namespace, out: Path | None) -> None:
-    rows: dict[str, list[float]] = {m: [] for m in KEY_NOISE_METHODS}
-    for level in KEY_NOISE_LEVELS:
-        progress = ProgressBar(f"key noise {level:.2f}", enabled=not args.quiet and sys.stderr.isatty())
-        evaluation = evaluate("TEPA/RegimeDrift-v0", KEY_NOISE_METHODS, range(args.seeds),
-                              env_kwargs={"key_noise": level}, workers=args.workers, progress=progress)
-        for method in KEY_NOISE_METHODS:
-            rows[method].append(float(evaluation.phase_success(method, 2).mean()))
-    print(f"\n== key-noise robustness (full reversal; {', '.join(f'{x:.0%}' for x in KEY_NOISE_LEVELS)} "
-          "of evidence keys corrupted) ==")
-    print(f"{'method':<24}{'ours':>34}{'paper':>34}")
-    for method in KEY_NOISE_METHODS:
-        ours = " / ".join(f"{x:.3f}" for x in rows[method])
-        paper = " / ".join("—" if x is None else f"{x:.3f}" for x in KEY_NOISE_PAPER[method])
-        print(f"{method:<24}{ours:>34}{paper:>34}")
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "key_noise.json").write_text(json.dumps(
-            {"levels": list(KEY_NOISE_LEVELS), "full_reversal_success": rows, "paper": KEY_NOISE_PAPER},
-            indent=2) + "\n")
-
-
-def _reproduce_facts(args: argparse.Namespace, out: Path | None) -> None:
-    from tepa_envs.agents.evaluation.facts import format_facts_table, reproduce_facts
-
-    progress = ProgressBar("facts", enabled=not args.quiet and sys.stderr.isatty())
-    rows = reproduce_facts(workers=args.workers, progress=progress)
-    print("\n== FactConsolidation (synthetic MemoryAgentBench-style data; substring exact match) ==")
-    print(format_facts_table(rows))
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
-
-
 def cmd_reproduce(args: argparse.Namespace) -> int:
     names = list(REPRODUCIBLE) if args.setting == "all" else [args.setting]
-    base = Path(args.out) if args.out else None
+    protocol = QUICK if args.quick else Protocol()
+    if args.seeds is not None:
+        protocol = replace(protocol, seeds=args.seeds, max_seeds=max(args.seeds, protocol.max_seeds))
+    out = Path(args.out)
+    started = time.perf_counter()
     for name in names:
-        out = base / name if base is not None else None
         if name == "facts":
-            _reproduce_facts(args, out)
+            reproduce_all(["facts"], protocol, out, workers=args.workers, log=lambda m: _log(args, m))
+            print("\n== facts ==")
+            print(format_facts_table(json.loads((out / "facts" / "results.json").read_text())))
             continue
-        setting = SETTINGS[name]
-        _evaluate_and_write(args, setting.env_id, list(setting.methods), dict(setting.env_kwargs),
-                            out, setting, name)
-        if name == "controlled":
-            _key_noise(args, out)
+        summary = reproduce_setting(name, protocol, out / name, workers=args.workers, alpha=args.alpha,
+                                    log=lambda m: _log(args, m))
+        print(f"\n== {name}: {SETTINGS[name].env_id} ({len(summary.seeds)} seeds) ==")
+        print(format_table(summary, SETTINGS[name]))
+    print(f"\nwrote {out}/ in {time.perf_counter() - started:.0f}s; "
+          f"`tepa-bench readme {out}` regenerates the README's tables from it")
+    return 0
+
+
+def cmd_readme(args: argparse.Namespace) -> int:
+    results_dir, readme = Path(args.results), Path(args.readme)
+    if not results_dir.is_dir():
+        raise UsageError(f"{results_dir} is not a directory written by `tepa-bench reproduce`")
+    if not readme.is_file():
+        raise UsageError(f"{readme} is not a file")
+    replaced = update_readme(readme, results_dir)
+    print(f"updated {len(replaced)} tables in {readme}: {', '.join(replaced) or 'none'}")
     return 0
 
 
@@ -201,17 +187,30 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser, default_seeds: int) -> None:
-        p.add_argument("--seeds", type=int, default=default_seeds, help="number of seeds (0..N-1)")
+    def common(p: argparse.ArgumentParser, default_seeds: int | None) -> None:
+        p.add_argument("--seeds", type=int, default=default_seeds,
+                       help="number of seeds (0..N-1)" if default_seeds is not None else
+                       "seeds before the precision rule extends them (default: the protocol's 1,000)")
         p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                        help="worker processes; results do not depend on it")
         p.add_argument("--out", help="directory for results.json, results.csv and success.png")
         p.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
+        p.add_argument("--alpha", type=float, default=0.05,
+                       help="significance level: a comparison is significant when its Holm–Bonferroni "
+                            "adjusted p-value (over all comparisons of the run) is below ALPHA; "
+                            "recorded in results.json (default: %(default)s)")
 
-    reproduce = sub.add_parser("reproduce", help="reproduce a table of the paper, side by side")
+    reproduce = sub.add_parser("reproduce", help="run the benchmark protocol behind the README's tables")
     reproduce.add_argument("setting", help="one of: " + ", ".join(REPRODUCIBLE) + ", all")
-    common(reproduce, 50)
-    reproduce.set_defaults(func=cmd_reproduce)
+    common(reproduce, None)
+    reproduce.add_argument("--quick", action="store_true",
+                           help="a tiny protocol for smoke tests (20 seeds); its numbers are not headline numbers")
+    reproduce.set_defaults(func=cmd_reproduce, out="results")
+
+    readme = sub.add_parser("readme", help="regenerate the README's tables from a reproduce directory")
+    readme.add_argument("results", help="the --out directory of `tepa-bench reproduce all`")
+    readme.add_argument("--readme", default="README.md", help="the README to update (default README.md)")
+    readme.set_defaults(func=cmd_readme, quiet=False)
 
     run = sub.add_parser("run", help="evaluate any methods on any registered environment")
     run.add_argument("env_id")
@@ -233,10 +232,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if getattr(args, "seeds", 1) < 1:
+        if (getattr(args, "seeds", 1) or 1) < 1:
             raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
         if getattr(args, "workers", 1) < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")
+        if not 0.0 < getattr(args, "alpha", 0.05) < 1.0:
+            raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
         if args.command == "reproduce" and args.setting not in (*REPRODUCIBLE, "all"):
             raise UsageError(f"unknown setting {args.setting!r}; valid: {', '.join(REPRODUCIBLE)}, all")
         if os.getcwd() not in sys.path:

@@ -24,7 +24,9 @@ from tepa_envs.agents.evaluation.results import Comparison, MethodSummary, Phase
 from tepa_envs.agents.evaluation.settings import settings_for
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.registry import make_memory
-from tepa_envs.agents.evaluation.statistics import bootstrap_ci, holm_bonferroni, memory_pollution_index, paired_permutation_test
+from tepa_envs.agents.evaluation.statistics import (
+    DEFAULT_N_PERM, bootstrap_cis, holm_bonferroni, memory_pollution_index, paired_permutation_tests,
+)
 
 Progress = Callable[[int, int], None]
 
@@ -65,7 +67,31 @@ def check_env_id(env_id: str) -> None:
         raise ValueError(f"unknown environment {env_id!r}; registered TEPA environments: {', '.join(tepa_ids)}")
 
 
-def make_agent(env_id: str, method: str | Memory, reader_kwargs: dict[str, Any] | None = None) -> MemoryAgent:
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method run under its own label with extra constructor arguments, e.g. an
+    ablation: ``MethodSpec("tepa failed=count", "tepa", {"failed_candidate": "count"})``."""
+
+    label: str
+    spec: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not self.label:
+            raise TypeError(f"label must be a non-empty str, got {self.label!r}")
+        if not isinstance(self.spec, str):
+            raise TypeError(f"spec must be a method name or import path (str), got {type(self.spec).__name__}")
+        if not isinstance(self.kwargs, dict):
+            raise TypeError(f"kwargs must be a dict, got {type(self.kwargs).__name__}")
+
+
+def method_label(method: str | MethodSpec) -> str:
+    """The name a method's results are reported under."""
+    return method.label if isinstance(method, MethodSpec) else method
+
+
+def make_agent(env_id: str, method: str | MethodSpec | Memory,
+               reader_kwargs: dict[str, Any] | None = None) -> MemoryAgent:
     """The agent the harness runs for ``method`` on ``env_id``: the settings
     table's reader (with ``reader_kwargs`` applied, the same for every method),
     method arguments and reading strategy."""
@@ -74,10 +100,14 @@ def make_agent(env_id: str, method: str | Memory, reader_kwargs: dict[str, Any] 
         reader = EvidenceReader(**{**settings.reader_kwargs, **(reader_kwargs or {})})
     except TypeError as exc:
         raise TypeError(f"bad reader kwargs {reader_kwargs}: {exc}; valid: follow_prob, stated_prob, seed") from None
-    return MemoryAgent(make_memory(method, **settings.kwargs_for(method)), reader, reading=settings.reading)
+    if isinstance(method, MethodSpec):
+        memory = make_memory(method.spec, **{**settings.kwargs_for(method.spec), **method.kwargs})
+    else:
+        memory = make_memory(method, **settings.kwargs_for(method))
+    return MemoryAgent(memory, reader, reading=settings.reading)
 
 
-def run_job(job: tuple[str, dict[str, Any], str, int, dict[str, Any]]
+def run_job(job: tuple[str, dict[str, Any], str | MethodSpec, int, dict[str, Any]]
             ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """One (method, seed) episode: per-task success, phases and trials spent."""
     env_id, env_kwargs, method, seed, reader_kwargs = job
@@ -90,14 +120,15 @@ def run_job(job: tuple[str, dict[str, Any], str, int, dict[str, Any]]
     return result.success, result.phase, result.trials
 
 
-def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[str],
+def validate_methods(env_id: str, env_kwargs: dict[str, Any], methods: Sequence[str | MethodSpec],
                      reader_kwargs: dict[str, Any] | None = None) -> None:
     """Fail fast, before any process starts, on an unknown method or bad kwargs."""
     check_env_id(env_id)
     if not methods:
         raise ValueError("no methods given")
-    if len(set(methods)) != len(methods):
-        raise ValueError(f"methods listed twice: {', '.join(sorted(m for m in methods if methods.count(m) > 1))}")
+    labels = [method_label(m) for m in methods]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"methods listed twice: {', '.join(sorted(m for m in labels if labels.count(m) > 1))}")
     gym.make(env_id, **env_kwargs).close()
     for method in methods:
         make_agent(env_id, method, reader_kwargs)
@@ -125,7 +156,7 @@ def run_jobs(jobs: Sequence[Any], worker: Callable[[Any], Any], workers: int,
     return outputs
 
 
-def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
+def evaluate(env_id: str, methods: Sequence[str | MethodSpec], seeds: Sequence[int], *,
              env_kwargs: dict[str, Any] | None = None, workers: int = 1,
              progress: Progress | None = None, reader_kwargs: dict[str, Any] | None = None) -> Evaluation:
     """Run every method on every seed of ``env_id``.
@@ -149,53 +180,55 @@ def evaluate(env_id: str, methods: Sequence[str], seeds: Sequence[int], *,
     phase = outputs[0][1]
     for m_index, method in enumerate(methods):
         block = outputs[m_index * len(seeds):(m_index + 1) * len(seeds)]
-        runs[method] = MethodRuns(method, np.stack([b[0] for b in block]), [b[2] for b in block])
+        label = method_label(method)
+        runs[label] = MethodRuns(label, np.stack([b[0] for b in block]), [b[2] for b in block])
     return Evaluation(env_id, env_kwargs, reader_kwargs, seeds, phase, runs, time.perf_counter() - started)
 
 
 def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-only", "no-memory"),
-              phase_names: Sequence[str] | None = None) -> Summary:
+              phase_names: Sequence[str] | None = None, alpha: float = 0.05,
+              n_perm: int = DEFAULT_N_PERM) -> Summary:
     """Per-phase success with CIs, MPI, trial budgets and Holm-corrected paired comparisons.
 
-    Comparisons are method minus baseline per seed; p-values are two-sided paired
-    sign-flip permutation tests, Holm–Bonferroni corrected over the whole family.
+    Comparisons are method minus baseline per seed (row ``i`` of both methods'
+    success is seed ``evaluation.seeds[i]``): the mean difference with a 95%
+    bootstrap CI, a two-sided paired sign-flip test (exact up to 16 seeds, else
+    ``n_perm`` Monte Carlo sign patterns; ``p_at_floor`` when none was as
+    extreme), Holm–Bonferroni corrected over the whole family, and
+    ``significant = p_holm < alpha``. See ``statistics.py`` for the definitions.
     ``Summary.to_json()`` is the ``results.json`` layout (docs/results_schema.md).
     """
-
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    if isinstance(n_perm, bool) or not isinstance(n_perm, int) or n_perm < 1:
+        raise ValueError(f"n_perm must be a positive int, got {n_perm!r}")
     if phase_names is None:
         phase_names = settings_for(evaluation.env_id).phase_names
     phases: list[tuple[str, int | None]] = [
         (name, i) for i, name in enumerate(phase_names) if np.any(evaluation.phase == i)
     ] + [("overall", None)]
-    estimates: dict[str, dict[str, Any]] = {}
-    for method in evaluation.methods:
-        estimates[method] = {}
-        for name, index in phases:
-            estimates[method][name] = bootstrap_ci(evaluation.phase_success(method, index))
-    mpi: dict[str, dict[str, float | None]] = {m: {name: None for name, _ in phases} for m in evaluation.methods}
+    per_seed = {(method, name): evaluation.phase_success(method, index)
+                for method in evaluation.methods for name, index in phases}
+    cells = list(per_seed)
+    pairs = [(method, baseline, name) for baseline in baselines if baseline in evaluation.runs
+             for method in evaluation.methods if method != baseline for name, _ in phases]
+    diffs = np.column_stack([per_seed[method, name] - per_seed[baseline, name] for method, baseline, name in pairs]
+                            ) if pairs else np.empty((len(evaluation.seeds), 0))
+    # one bootstrap over every success series and every paired difference, sharing the resamples
+    cis = bootstrap_cis(np.column_stack([per_seed[cell] for cell in cells] + ([diffs] if pairs else [])))
+    estimates = dict(zip(cells, cis))
+    mpi: dict[tuple[str, str], float | None] = {cell: None for cell in cells}
     if "no-memory" in evaluation.runs:
-        for method in evaluation.methods:
-            for name, _ in phases:
-                mpi[method][name] = memory_pollution_index(
-                    estimates["no-memory"][name].mean, estimates[method][name].mean)
-    raw = []
-    for baseline in baselines:
-        if baseline not in evaluation.runs:
-            continue
-        for method in evaluation.methods:
-            if method == baseline:
-                continue
-            for name, index in phases:
-                diff = evaluation.phase_success(method, index) - evaluation.phase_success(baseline, index)
-                est = bootstrap_ci(diff)
-                raw.append((method, baseline, name, est,
-                            paired_permutation_test(diff, alternative="two-sided", n_perm=50000)))
+        for method, name in cells:
+            mpi[method, name] = memory_pollution_index(estimates["no-memory", name].mean,
+                                                       estimates[method, name].mean)
     comparisons: list[Comparison] = []
-    if raw:
-        adjusted = holm_bonferroni([p_value for *_, p_value in raw])
-        for (method, baseline, name, est, p_value), p_holm in zip(raw, adjusted):
+    if pairs:
+        tests = paired_permutation_tests(diffs, n_perm=n_perm, alternative="two-sided")
+        adjusted = holm_bonferroni([test.p_value for test in tests])
+        for (method, baseline, name), est, test, p_holm in zip(pairs, cis[len(cells):], tests, adjusted):
             comparisons.append(Comparison(method, baseline, name, est.mean, est.ci_low, est.ci_high,
-                                          p_value, float(p_holm), bool(p_holm < 0.01)))
+                                          test.p_value, float(p_holm), bool(p_holm < alpha), test.at_floor))
     trials = {}
     for method, run in evaluation.runs.items():
         kinds = sorted({k for t in run.trials for k in t})
@@ -210,10 +243,13 @@ def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-onl
         phases=tuple(name for name, _ in phases),
         phase_of_task=tuple(evaluation.phase.tolist()),
         estimates={method: MethodSummary(method, {
-            name: PhaseEstimate(est.mean, est.ci_low, est.ci_high, mpi[method][name])
-            for name, est in by_phase.items()}) for method, by_phase in estimates.items()},
+            name: PhaseEstimate(estimates[method, name].mean, estimates[method, name].ci_low,
+                                estimates[method, name].ci_high, mpi[method, name])
+            for name, _ in phases}) for method in evaluation.methods},
         comparisons=tuple(comparisons),
         trials_per_episode=trials,
         per_task_success={m: tuple(r.success.mean(axis=0).tolist()) for m, r in evaluation.runs.items()},
         elapsed_s=evaluation.elapsed_s,
+        alpha=float(alpha),
+        n_perm=n_perm,
     )

@@ -12,6 +12,7 @@ import numpy as np
 
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.settings import Setting
+from tepa_envs.agents.evaluation.statistics import EXACT_MAX_SEEDS, smallest_p_value
 
 SHORT = {"stable": "stable", "light_drift": "light", "full_reversal": "reversal",
          "partial_return": "return", "overall": "overall"}
@@ -23,8 +24,26 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
+def _ceil_2sig(x: float) -> str:
+    """``x`` in 1.2e-03 form, rounded up so that ``x`` is never above the printed number."""
+    text = f"{x:.1e}"
+    if float(text) < x:
+        mantissa, exponent = text.split("e")
+        text = f"{(float(mantissa) + 0.1) * 10.0 ** int(exponent):.1e}"
+    return text
+
+
+def format_p(p: float, at_floor: bool = False) -> str:
+    """A p-value for a table: ``< bound`` when it is a Monte Carlo floor (not an estimate),
+    4 decimals from 0.001 up, else 1.2e-04 form."""
+    if at_floor and p < 1.0:
+        return f"< {_ceil_2sig(p)}"
+    return f"{p:.4f}" if p >= 0.001 else f"{p:.1e}"
+
+
 def format_table(results: Summary, setting: Setting | None = None) -> str:
-    """Per-phase success with 95% CIs, MPI and the paper's number beside ours."""
+    """Per-phase success with 95% CIs, MPI and the paper's number beside ours, then the
+    paired comparisons with the test, the Holm family size and ``alpha`` they used."""
     phases = results.phases
     focus = setting.focus_phase if setting else "full_reversal"
     if focus not in phases:
@@ -54,10 +73,31 @@ def format_table(results: Summary, setting: Setting | None = None) -> str:
     return "\n".join(lines)
 
 
+def describe_tests(results: Summary) -> list[str]:
+    """How the comparisons' p-values were computed and read: test, Holm family, alpha, floor."""
+    n, m, n_perm = len(results.seeds), len(results.comparisons), results.n_perm
+    if n <= EXACT_MAX_SEEDS:
+        test = f"exact over all 2^{n} sign patterns"
+        floor = ""
+    else:
+        test = f"Monte Carlo, B = {n_perm:,} sign patterns"
+        floor = (f"; p below the permutation floor printed as < 1/(B+1) = {_ceil_2sig(1 / (n_perm + 1))}"
+                 f" (Holm: < m/(B+1) = {_ceil_2sig(min(1.0, m / (n_perm + 1)))})")
+    lines = [f"paired differences (method − baseline, paired by seed and task; diff with 95% bootstrap CI; "
+             f"two-sided paired sign-flip test, {test}; all phases in results.json)",
+             f"Holm–Bonferroni over m = {m} tests, alpha = {results.alpha:g} (sig: p_holm < alpha){floor}"]
+    smallest = min(1.0, m * smallest_p_value(n, n_perm)) if m else 0.0
+    if m and smallest >= results.alpha:
+        more = "more seeds" if n <= EXACT_MAX_SEEDS else "a larger n_perm"
+        lines.append(f"note: with {n} seeds and {m} tests the smallest attainable Holm p is {smallest:.3g} "
+                     f">= alpha = {results.alpha:g}, so no comparison can be significant; use {more}")
+    return lines
+
+
 def format_comparisons(results: Summary, setting: Setting | None, focus: str) -> str:
-    lines = [f"paired differences (method − baseline, paired by seed and task; two-sided permutation "
-             f"test, Holm–Bonferroni over {len(results.comparisons)} tests; all phases in results.json)"]
-    lines.append(f"{'method':<24}{'baseline':<14}{'phase':<10}{'diff [95% CI]':>26}{'p_holm':>10}{'paper':>24}")
+    lines = describe_tests(results)
+    lines.append(f"{'method':<24}{'baseline':<14}{'phase':<10}{'diff [95% CI]':>26}{'p_holm':>12}{'sig':>5}"
+                 f"{'paper':>24}")
     for c in results.comparisons:
         paper = setting.paper_diffs.get((c.method, c.baseline, c.phase)) if setting else None
         if c.phase != focus and paper is None:
@@ -65,7 +105,8 @@ def format_comparisons(results: Summary, setting: Setting | None, focus: str) ->
         paper_text = f"{paper[0]:+.3f} [{paper[1]:.3f},{paper[2]:.3f}]" if paper else "—"
         diff = f"{c.diff:+.3f} [{c.ci_low:+.3f},{c.ci_high:+.3f}]"
         lines.append(f"{c.method:<24}{c.baseline:<14}{SHORT.get(c.phase, c.phase):<10}"
-                     f"{diff:>26}{c.p_holm:>10.4f}{paper_text:>24}")
+                     f"{diff:>26}{format_p(c.p_holm, c.p_at_floor):>12}{'*' if c.significant else '':>5}"
+                     f"{paper_text:>24}")
     return "\n".join(lines)
 
 

@@ -14,11 +14,19 @@ import copy
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
+from tepa_envs.agents.evaluation.statistics import EXACT_MAX_SEEDS
+
 if TYPE_CHECKING:
     from tepa_envs.agents.evaluation.settings import Setting
 
 SCHEMA_VERSION = 1
 """Version of the ``results.json`` layout written by :meth:`Summary.to_json`."""
+
+LEGACY_ALPHA = 0.01
+"""The significance threshold of files written before ``alpha`` was recorded (``significant`` was ``p_holm < 0.01``)."""
+
+LEGACY_N_PERM = 50_000
+"""The Monte Carlo permutation count of files written before ``n_perm`` was recorded."""
 
 
 def _float_or_none(value: Any) -> float | None:
@@ -54,9 +62,14 @@ class PhaseEstimate:
 class Comparison:
     """``method`` minus ``baseline`` in one phase, paired by seed.
 
-    ``p_value`` is a two-sided paired sign-flip permutation test; ``p_holm`` is
-    Holm–Bonferroni corrected over every comparison of the summary, and
-    ``significant`` is ``p_holm < 0.01``.
+    ``diff`` with its 95% bootstrap CI is the effect size. ``p_value`` is a
+    two-sided paired sign-flip test (exact up to 16 seeds, else Monte Carlo
+    with ``Summary.n_perm`` patterns); ``p_at_floor`` says no Monte Carlo
+    pattern was as extreme, so ``p_value`` is the floor ``1 / (n_perm + 1)``,
+    a bound rather than an estimate (and ``p_holm`` is ``m / (n_perm + 1)``,
+    ``m`` the number of comparisons). ``p_holm`` is Holm–Bonferroni corrected
+    over every comparison of the summary, and ``significant`` is
+    ``p_holm < Summary.alpha``. See ``statistics.py`` for the definitions.
     """
 
     method: str
@@ -68,17 +81,25 @@ class Comparison:
     p_value: float
     p_holm: float
     significant: bool
+    p_at_floor: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"method": self.method, "baseline": self.baseline, "phase": self.phase, "diff": self.diff,
                 "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
-                "p_holm": self.p_holm, "significant": self.significant}
+                "p_at_floor": self.p_at_floor, "p_holm": self.p_holm, "significant": self.significant}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Comparison:
+    def from_json(cls, d: Mapping[str, Any], *, p_floor: float | None = None) -> Comparison:
+        """``p_floor``: the Monte Carlo floor ``1 / (n_perm + 1)``, to infer ``p_at_floor``
+        for files written before it was recorded (``None``: exact tests, never at the floor)."""
+        p_value = float(d["p_value"])
+        if "p_at_floor" in d:
+            at_floor = bool(d["p_at_floor"])
+        else:
+            at_floor = p_floor is not None and p_value <= p_floor * (1 + 1e-9)
         return cls(str(d["method"]), str(d["baseline"]), str(d["phase"]), float(d["diff"]),
-                   float(d["ci_low"]), float(d["ci_high"]), float(d["p_value"]), float(d["p_holm"]),
-                   bool(d["significant"]))
+                   float(d["ci_low"]), float(d["ci_high"]), p_value, float(d["p_holm"]),
+                   bool(d["significant"]), at_floor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +126,10 @@ class Summary:
 
     ``estimates`` is written as ``"summary"`` in ``results.json``; every other
     attribute keeps its JSON key. ``setting`` and ``paper`` are set (by
-    :meth:`with_setting`) only for ``tepa-bench reproduce``.
+    :meth:`with_setting`) only for ``tepa-bench reproduce``. ``alpha`` is the
+    significance threshold of ``Comparison.significant`` and ``n_perm`` the
+    number of Monte Carlo sign patterns of the tests (unused with up to 16 seeds,
+    where the tests are exact).
     """
 
     env_id: str
@@ -122,6 +146,8 @@ class Summary:
     elapsed_s: float
     setting: str | None = None
     paper: dict[str, dict[str, float]] | None = None
+    alpha: float = 0.05
+    n_perm: int = 50_000
 
     def estimate(self, method: str, phase: str) -> PhaseEstimate:
         """The estimate of ``method`` in ``phase`` (``"overall"`` for all tasks)."""
@@ -144,6 +170,8 @@ class Summary:
             "phase_of_task": list(self.phase_of_task),
             "summary": {method: summary.to_json() for method, summary in self.estimates.items()},
             "comparisons": [comparison.to_json() for comparison in self.comparisons],
+            "alpha": self.alpha,
+            "n_perm": self.n_perm,
             "trials_per_episode": {method: dict(kinds) for method, kinds in self.trials_per_episode.items()},
             "per_task_success": {method: list(values) for method, values in self.per_task_success.items()},
             "elapsed_s": self.elapsed_s,
@@ -165,6 +193,8 @@ class Summary:
                              "which this version of tepa-envs reads; upgrade tepa-envs")
         try:
             paper = d.get("paper")
+            n_perm = int(d.get("n_perm", LEGACY_N_PERM))
+            p_floor = 1.0 / (n_perm + 1) if len(d["seeds"]) > EXACT_MAX_SEEDS else None
             return cls(
                 env_id=str(d["env_id"]),
                 env_kwargs=copy.deepcopy(dict(d["env_kwargs"])),
@@ -174,7 +204,7 @@ class Summary:
                 phases=tuple(str(p) for p in d["phases"]),
                 phase_of_task=tuple(int(p) for p in d["phase_of_task"]),
                 estimates={str(m): MethodSummary.from_json(str(m), cells) for m, cells in d["summary"].items()},
-                comparisons=tuple(Comparison.from_json(c) for c in d["comparisons"]),
+                comparisons=tuple(Comparison.from_json(c, p_floor=p_floor) for c in d["comparisons"]),
                 trials_per_episode={str(m): {str(k): float(v) for k, v in kinds.items()}
                                     for m, kinds in d["trials_per_episode"].items()},
                 per_task_success={str(m): tuple(float(x) for x in values)
@@ -183,6 +213,8 @@ class Summary:
                 setting=None if d.get("setting") is None else str(d["setting"]),
                 paper=None if paper is None else {str(m): {str(p): float(x) for p, x in phases.items()}
                                                   for m, phases in paper.items()},
+                alpha=float(d.get("alpha", LEGACY_ALPHA)),
+                n_perm=n_perm,
             )
         except KeyError as exc:
             raise ValueError(f"results.json: missing field {exc.args[0]!r}") from None

@@ -40,27 +40,24 @@ from tepa_envs.core import (
 )
 
 from tepa_envs.agents.memories.protocol import MemoryBase
+from tepa_envs.agents.memories.tepa_choices import PAPER_READINGS, TEPAChoices, resolve_choices
+
+__all__ = ["ACTIVE", "HYPOTHESIS", "PAPER_READINGS", "REVOKED", "TEPA", "TEPAChoices", "TEPANoRev", "TEPAPaper",
+           "replay_audit"]
 
 HYPOTHESIS = LifecycleState.HYPOTHESIS
 ACTIVE = LifecycleState.ACTIVE
 REVOKED = LifecycleState.REVOKED
 
 
-class Precedent:
-    """Mutable internal precedent; exposed to callers only as a :class:`Record`."""
+class Tally:
+    """Support and conflict counts and a window of recent outcomes (a candidate's, or a precedent's)."""
 
-    __slots__ = ("id", "key", "value", "support", "conflict", "state", "created",
-                 "updated", "recent_bits", "recent_n")
+    __slots__ = ("support", "conflict", "recent_bits", "recent_n")
 
-    def __init__(self, pid: int, key: str, value: str, support: int, t: int) -> None:
-        self.id = pid
-        self.key = key
-        self.value = value
+    def __init__(self, support: int = 0, conflict: int = 0) -> None:
         self.support = support
-        self.conflict = 0
-        self.state = HYPOTHESIS
-        self.created = t
-        self.updated = t
+        self.conflict = conflict
         self.recent_bits = 0
         self.recent_n = 0
 
@@ -71,6 +68,21 @@ class Precedent:
 
     def recent_rate(self) -> float:
         return bin(self.recent_bits).count("1") / self.recent_n
+
+
+class Precedent(Tally):
+    """Mutable internal precedent; exposed to callers only as a :class:`Record`."""
+
+    __slots__ = ("id", "key", "value", "state", "created", "updated")
+
+    def __init__(self, pid: int, key: str, value: str, support: int, t: int, conflict: int = 0) -> None:
+        super().__init__(support, conflict)
+        self.id = pid
+        self.key = key
+        self.value = value
+        self.state = HYPOTHESIS
+        self.created = t
+        self.updated = t
 
     def record(self, alpha: float, beta: float) -> Record:
         q = (self.support + alpha) / (self.support + self.conflict + alpha + beta)
@@ -118,7 +130,50 @@ class AuditLog:
 class TEPA(MemoryBase):
     """TEPA-Rev: precedents with a Hypothesis -> Active -> Revoked lifecycle.
 
+    Hypothesis and ``theta_pro``: a proposed precedent stays a ``HYPOTHESIS`` (never
+    retrieved) only while ``q < theta_pro``. A proposal has ``s >= 1`` supports, so
+    with no conflict it starts at ``q >= (1 + alpha) / (1 + alpha + beta)`` (2/3
+    under Beta(1, 1)) and, with v0's choices (where no conflict accrues before
+    proposal) and ``theta_pro = 0.6``, it is promoted in the step that proposed it:
+    the Hypothesis state and ``theta_pro`` take effect only in TEPA-Full (trials
+    gate promotion), with ``theta_pro`` above the proposal's ``(s + alpha) / (s +
+    alpha + beta)`` (e.g. 0.7 for a fresh key), or with
+    ``failed_candidate="count"`` (the ``"paper"`` preset), which lets conflicts
+    accrue before proposal.
+
+    Implementation choices (the paper leaves them open; :class:`TEPAChoices`
+    documents every value and :data:`PAPER_READINGS` the ``"paper"`` readings).
+    Each argument left ``None`` takes ``preset``'s value; the resolved choices
+    are :attr:`choices`. v0's value first, the ``"paper"`` preset's in brackets:
+
+    * ``theta_prop_fresh`` 1 [= ``theta_prop``]: supports before a value is
+      proposed for a key with no live precedent.
+    * ``assertion_supersedes`` True [False]: a newer conflicting assertion
+      revokes the key's live precedents; ``False``: it is one conflict each.
+    * ``window_outcomes`` ``"own_uses"`` [``"support_and_conflict"``]: the
+      window holds only uses of the precedent's own value; or every outcome
+      counted for or against it (another value's success enters as a miss).
+    * ``failed_candidate`` ``"discard"`` [``"count"``]: a failed use of a value
+      with no live precedent discards its candidate's supports; ``"count"``
+      keeps it as a conflict the precedent is proposed with; ``"ignore"``
+      leaves the candidate unchanged.
+    * ``assertions_in_window`` False [False]: assertions enter windows as a hit
+      for their value (and, counted as a conflict, a miss for another's).
+    * ``window_seed`` ``"proposing_outcome"`` [``"candidate_history"``]: a new
+      precedent's window starts with the proposing outcome only; or with the
+      candidate's recorded outcomes.
+    * ``revoke_check`` ``"after_conflict"`` [``"after_every_update"``]:
+      revocation is checked only after a conflict; or also after a support
+      and at proposal.
+    * ``tie_break`` ``"recently_updated"`` [``"first_created"``]: among
+      retrieved precedents of equal validity, most recently updated first;
+      oldest first; ``"last_created"``: newest first.
+    * ``candidate_counting`` ``"cumulative"`` [``"cumulative"``]: supports
+      accumulate per (key, value) until proposal; ``"consecutive"``: evidence
+      for another value of the key (a success or assertion) drops the candidate.
+
     Args:
+        preset: ``"v0"`` (the project's reported numbers; default) or ``"paper"``.
         alpha, beta: Beta prior of the validity posterior (paper: 1, 1).
         theta_rev: revoke when the posterior falls below this after ``n_min`` observations.
         n_min: observations (support + conflict) before the posterior rule applies.
@@ -126,39 +181,55 @@ class TEPA(MemoryBase):
         n_rec: size of the recent-outcome window.
         theta_pro: promote a hypothesis once its posterior reaches this.
         theta_prop: supports before a value challenging a live precedent is proposed.
-        theta_prop_fresh: supports before a value is proposed for a key with no live precedent.
         revocation: ``False`` gives the NoRev ablation.
         top_k: at most this many active precedents are retrieved per key.
     """
 
     name = "tepa"
 
-    def __init__(self, *, alpha: float = 1.0, beta: float = 1.0, theta_rev: float = 0.3,
+    def __init__(self, *, preset: str = "v0", alpha: float = 1.0, beta: float = 1.0, theta_rev: float = 0.3,
                  n_min: int = 5, theta_rec: float = 0.34, n_rec: int = 3,
-                 theta_pro: float = 0.6, theta_prop: int = 3, theta_prop_fresh: int = 1,
+                 theta_pro: float = 0.6, theta_prop: int = 3, theta_prop_fresh: int | None = None,
+                 assertion_supersedes: bool | None = None, window_outcomes: str | None = None,
+                 failed_candidate: str | None = None, assertions_in_window: bool | None = None,
+                 window_seed: str | None = None, revoke_check: str | None = None,
+                 tie_break: str | None = None, candidate_counting: str | None = None,
                  revocation: bool = True, top_k: int = 3) -> None:
-        super().__init__()
+        # Everything is validated into locals first: a refused argument changes nothing.
         for prior_name, prior in (("alpha", alpha), ("beta", beta)):
             if not check_number(prior_name, prior) > 0:
                 raise ValueError(f"{prior_name} must be > 0, got {prior!r}")
-        self.alpha, self.beta = float(alpha), float(beta)
-        self.theta_rev = check_probability("theta_rev", theta_rev)
-        self.theta_rec = check_probability("theta_rec", theta_rec)
-        self.theta_pro = check_probability("theta_pro", theta_pro)
-        self.n_min = check_positive_int("n_min", n_min)
-        self.n_rec = check_positive_int("n_rec", n_rec)
-        self.theta_prop = check_positive_int("theta_prop", theta_prop)
-        self.theta_prop_fresh = check_positive_int("theta_prop_fresh", theta_prop_fresh)
-        self.top_k = check_positive_int("top_k", top_k)
+        thresholds = (check_probability("theta_rev", theta_rev), check_probability("theta_rec", theta_rec),
+                      check_probability("theta_pro", theta_pro))
+        counts = (check_positive_int("n_min", n_min), check_positive_int("n_rec", n_rec),
+                  check_positive_int("theta_prop", theta_prop), check_positive_int("top_k", top_k))
         if not isinstance(revocation, bool):
             raise TypeError(f"revocation must be a bool, got {type(revocation).__name__}")
+        choices = resolve_choices(
+            preset, counts[2], theta_prop_fresh=theta_prop_fresh, assertion_supersedes=assertion_supersedes,
+            window_outcomes=window_outcomes, failed_candidate=failed_candidate,
+            assertions_in_window=assertions_in_window, window_seed=window_seed, revoke_check=revoke_check,
+            tie_break=tie_break, candidate_counting=candidate_counting)
+        super().__init__()
+        self.preset = preset
+        self.choices = choices
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.theta_rev, self.theta_rec, self.theta_pro = thresholds
+        self.n_min, self.n_rec, self.theta_prop, self.top_k = counts
+        self.theta_prop_fresh = choices.theta_prop_fresh
         self.revocation = revocation
+        self._supersede = revocation and choices.assertion_supersedes
+        self._window_conflicts = choices.window_outcomes == "support_and_conflict"
+        self._window_assertions = choices.assertions_in_window
+        self._seed_from_history = choices.window_seed == "candidate_history"
+        self._check_after_support = choices.revoke_check == "after_every_update"
+        self._consecutive = choices.candidate_counting == "consecutive"
         self._reset()
 
     # ----------------------------------------------------------------- protocol
     def _reset(self) -> None:
         self._live: dict[str, list[Precedent]] = {}
-        self._candidates: dict[str, dict[str, int]] = {}
+        self._candidates: dict[str, dict[str, Tally]] = {}
         self._by_id: list[Precedent] = []
         self._archive: list[Precedent] = []
         self._audit = AuditLog()
@@ -171,27 +242,24 @@ class TEPA(MemoryBase):
             only = live[0]
             return [only.record(self.alpha, self.beta)] if only.state is ACTIVE else []
         alpha, beta = self.alpha, self.beta
-        records = [p.record(alpha, beta) for p in live if p.state is ACTIVE]
+        records = [p.record(alpha, beta) for p in live if p.state is ACTIVE]  # live is in creation order
         if len(records) > 1:
-            records.sort(key=lambda r: (-r.score, -r.updated))
+            tie_break = self.choices.tie_break
+            if tie_break == "recently_updated":
+                records.sort(key=lambda r: (-r.score, -r.updated))
+            else:
+                if tie_break == "last_created":
+                    records.reverse()
+                records.sort(key=lambda r: -r.score)  # stable: equal scores keep their order
             del records[self.top_k:]
         return records
 
     def _observe(self, evidence: Evidence) -> None:
-        key, value, t = evidence.key, evidence.value, evidence.t
+        key, value, t, outcome = evidence.key, evidence.value, evidence.t, evidence.outcome
         live = self._live.get(key)
         if live is None:
             live = self._live[key] = []
-        if evidence.outcome is None:
-            self._observe_assertion(live, key, value, t)
-        elif evidence.outcome:
-            for other in live[:]:
-                if other.value != value:
-                    other.conflict += 1
-                    other.updated = t
-                    self._check_revocation(live, other, t)
-            self._support(live, key, value, t, from_outcome=True)
-        else:
+        if outcome is False:
             precedent = _find(live, value)
             if precedent is not None:
                 precedent.conflict += 1
@@ -199,49 +267,93 @@ class TEPA(MemoryBase):
                 precedent.push_outcome(False, self.n_rec)
                 self._check_revocation(live, precedent, t)
             else:
-                self._drop_candidate(key, value)
-
-    # ---------------------------------------------------------------- lifecycle
-    def _observe_assertion(self, live: list[Precedent], key: str, value: str, t: int) -> None:
+                self._fail_candidate(key, value)
+            return
+        asserted = outcome is None
+        in_window = not asserted or self._window_assertions
         for other in live[:]:
             if other.value != value:
                 other.conflict += 1
                 other.updated = t
-                if self.revocation:
+                if asserted and self._supersede:
                     self._revoke(live, other, t, f"superseded by assertion of {value!r}")
-        self._support(live, key, value, t, from_outcome=False)
+                    continue
+                if in_window and self._window_conflicts:
+                    other.push_outcome(False, self.n_rec)
+                self._check_revocation(live, other, t)
+        if self._consecutive:
+            self._break_runs(key, value)
+        self._support(live, key, value, t, in_window)
 
-    def _support(self, live: list[Precedent], key: str, value: str, t: int, from_outcome: bool) -> None:
+    # ---------------------------------------------------------------- lifecycle
+    def _support(self, live: list[Precedent], key: str, value: str, t: int, in_window: bool) -> None:
         precedent = _find(live, value)
         if precedent is None:
             pending = self._candidates.get(key)
-            supports = (pending.get(value, 0) if pending else 0) + 1
+            candidate = pending.get(value) if pending else None
+            if candidate is None:
+                candidate = Tally()
+            candidate.support += 1
+            if in_window and self._seed_from_history:
+                candidate.push_outcome(True, self.n_rec)
             needed = self.theta_prop if live else self.theta_prop_fresh
-            if supports < needed:
+            if candidate.support < needed:
                 if pending is None:
                     pending = self._candidates[key] = {}
-                pending[value] = supports
+                pending[value] = candidate
                 return
             self._drop_candidate(key, value)
-            precedent = self._propose(live, key, value, supports, t)
+            precedent = self._propose(live, key, value, candidate, t)
+            if self._seed_from_history:
+                precedent.recent_bits, precedent.recent_n = candidate.recent_bits, candidate.recent_n
+            elif in_window:
+                precedent.push_outcome(True, self.n_rec)
         else:
             precedent.support += 1
             precedent.updated = t
-        if from_outcome:
-            precedent.push_outcome(True, self.n_rec)
+            if in_window:
+                precedent.push_outcome(True, self.n_rec)
+        if self._check_after_support:
+            self._check_revocation(live, precedent, t)
+            if precedent.state is REVOKED:
+                return
         if precedent.state is HYPOTHESIS:
             self._consider_promotion(live, precedent, t)
+
+    def _fail_candidate(self, key: str, value: str) -> None:
+        """A failed use of ``value``, which has no live precedent for ``key``."""
+        mode = self.choices.failed_candidate
+        if mode == "discard":
+            self._drop_candidate(key, value)
+        elif mode == "count":
+            pending = self._candidates.get(key)
+            if pending is None:
+                pending = self._candidates[key] = {}
+            candidate = pending.get(value)
+            if candidate is None:
+                candidate = pending[value] = Tally()
+            candidate.conflict += 1
+            candidate.push_outcome(False, self.n_rec)
+
+    def _break_runs(self, key: str, value: str) -> None:
+        """Evidence for ``value`` drops the candidates of every other value of ``key``."""
+        pending = self._candidates.get(key)
+        if pending:
+            for other in [v for v in pending if v != value]:
+                del pending[other]
+            if not pending:
+                del self._candidates[key]
 
     def _drop_candidate(self, key: str, value: str) -> None:
         pending = self._candidates.get(key)
         if pending is not None and pending.pop(value, None) is not None and not pending:
             del self._candidates[key]
 
-    def _propose(self, live: list[Precedent], key: str, value: str, support: int, t: int) -> Precedent:
-        precedent = Precedent(len(self._by_id), key, value, support, t)
+    def _propose(self, live: list[Precedent], key: str, value: str, candidate: Tally, t: int) -> Precedent:
+        precedent = Precedent(len(self._by_id), key, value, candidate.support, t, candidate.conflict)
         self._by_id.append(precedent)
         live.append(precedent)
-        self._audit.append(precedent.id, None, HYPOTHESIS, t, _proposal_reason(support))
+        self._audit.append(precedent.id, None, HYPOTHESIS, t, _proposal_reason(candidate.support, candidate.conflict))
         return precedent
 
     def validity(self, precedent: Precedent) -> float:
@@ -304,8 +416,9 @@ class TEPA(MemoryBase):
 
 
 @lru_cache(maxsize=256)
-def _proposal_reason(support: int) -> str:
-    return f"proposed after {support} supports"
+def _proposal_reason(support: int, conflict: int = 0) -> str:
+    failures = f" and {conflict} failures" if conflict else ""
+    return f"proposed after {support} supports{failures}"
 
 
 @lru_cache(maxsize=1024)
@@ -329,6 +442,20 @@ class TEPANoRev(TEPA):
         if "revocation" in kwargs:
             raise TypeError("TEPANoRev does not take 'revocation'; it never revokes")
         super().__init__(revocation=False, **kwargs)  # type: ignore[arg-type]
+
+
+class TEPAPaper(TEPA):
+    """TEPA with the ``"paper"`` preset: the paper's rules read literally (see :data:`PAPER_READINGS`).
+
+    Explicit choice arguments still override single readings.
+    """
+
+    name = "tepa-paper"
+
+    def __init__(self, **kwargs: object) -> None:
+        if "preset" in kwargs:
+            raise TypeError("TEPAPaper does not take 'preset'; it is TEPA(preset='paper')")
+        super().__init__(preset="paper", **kwargs)  # type: ignore[arg-type]
 
 
 def replay_audit(events: tuple[AuditEvent, ...] | list[AuditEvent]) -> dict[int, LifecycleState]:

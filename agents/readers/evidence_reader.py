@@ -32,12 +32,15 @@ class EvidenceReader:
     environment id; ``--reader-kwargs`` per run):
 
     * ``follow_prob = 0.95``: a reader that follows what its prompt shows 19
-      times in 20 and strays otherwise;
-    * ``stated_prob = 0.15``: when a task states a value that contradicts the
-      prompt's first record, the reader sides with the statement 15% of the
-      time. This value was derived from the paper's own ratio (append-only keeps
-      0.138 of the 0.837 that no memory reaches in preference full reversal);
-      it only matters where tasks state values (the preference stream).
+      times in 20 and strays otherwise (a capable but imperfect reader; 1.0 is
+      the perfect reader of the limits the README reports);
+    * ``stated_prob = 0.5``: when a task states a value that contradicts the
+      prompt's first record, the reader has no ground to prefer either source
+      and sides with each half of the time. It only matters where tasks state
+      values (the preference stream).
+
+    Both are varied in the README's robustness table (``follow_prob`` in
+    {0.8, 0.9, 0.95, 1.0}, ``stated_prob`` in {0, 0.5, 1}).
 
     Args:
         follow_prob: probability of following the prompt when it shows a usable value.
@@ -46,7 +49,7 @@ class EvidenceReader:
         seed: seed of the reader's own random stream (combined with the episode seed).
     """
 
-    def __init__(self, follow_prob: float = 0.95, stated_prob: float = 0.15, seed: int = 0) -> None:
+    def __init__(self, follow_prob: float = 0.95, stated_prob: float = 0.5, seed: int = 0) -> None:
         self.follow_prob = check_probability("follow_prob", follow_prob)
         self.stated_prob = check_probability("stated_prob", stated_prob)
         self.seed = check_int("seed", seed)

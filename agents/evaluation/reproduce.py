@@ -1,0 +1,208 @@
+"""``tepa-bench reproduce``: every study behind the README, written as JSON.
+
+Per setting (``controlled``, ``executable``, ``preference``) into ``OUT/<setting>/``:
+
+* ``results.json`` / ``results.csv`` / ``success.png``: every shipped method on
+  the protocol's seeds (:func:`~tepa_envs.agents.evaluation.protocol.evaluate_to_precision`);
+* ``protocol.json``: seeds, half-widths, block spreads, the limits, trials per episode;
+* ``robustness.json``: rankings across the reader grid, Kendall's tau;
+* studies of their own: ``key_noise.json`` and ``n_keys.json`` (controlled),
+  ``ablation.json`` (TEPA's named choices), ``trial_cost.json`` (trials paid with tasks).
+
+``facts/results.json`` holds the FactConsolidation rows. ``tepa-bench readme``
+turns the directory into the README's tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tepa_envs.agents.evaluation.harness import Evaluation, MethodSpec, evaluate, method_label, summarize
+from tepa_envs.agents.evaluation.protocol import Protocol, limits, precision_report, robustness
+from tepa_envs.agents.evaluation.report import plot_success, write_csv, write_json
+from tepa_envs.agents.evaluation.results import Summary
+from tepa_envs.agents.evaluation.settings import (
+    KEY_NOISE_LEVELS,
+    KEY_NOISE_PAPER,
+    SETTINGS,
+    Setting,
+    settings_for,
+)
+from tepa_envs.agents.memories.registry import METHOD_NAMES
+
+Log = Callable[[str], None]
+N_KEYS_LEVELS: tuple[int, ...] = (1, 2, 4)
+MAIN_PROFILE_SHARES: tuple[float, ...] = (0.5, 0.8, 0.9, 1.0)
+BASELINES: tuple[str, ...] = ("append-only", "no-memory", "tepa")
+"""Every method is compared with these (``tepa`` as a baseline shows where TEPA loses)."""
+TRIAL_METHODS: tuple[str, ...] = ("tepa-full", "lww-validation")
+ABLATIONS: tuple[MethodSpec, ...] = ()
+"""TEPA variants for the ablation table, each differing from ``tepa`` in one named choice."""
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, fsync, then rename over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def focus_index(setting: Setting) -> int | None:
+    names = settings_for(setting.env_id).phase_names
+    return names.index(setting.focus_phase) if setting.focus_phase in names else None
+
+
+def trials_per_episode(evaluation: Evaluation) -> dict[str, float]:
+    return {m: float(sum(sum(t.values()) for t in run.trials) / len(run.trials))
+            for m, run in evaluation.runs.items()}
+
+
+def reproduce_setting(name: str, protocol: Protocol, out: Path, *, workers: int = 1, alpha: float = 0.05,
+                      log: Log = print) -> Summary:
+    """The headline run of one setting and its protocol, robustness and side studies."""
+    from tepa_envs.agents.evaluation.protocol import evaluate_to_precision
+
+    setting = SETTINGS[name]
+    phase_names = settings_for(setting.env_id).phase_names
+    methods = list(setting.methods)
+    log(f"{name}: {len(methods)} methods on {setting.env_id}, {protocol.seeds}+ seeds")
+    evaluation = evaluate_to_precision(setting.env_id, methods, protocol, env_kwargs=dict(setting.env_kwargs),
+                                       workers=workers)
+    summary = summarize(evaluation, alpha=alpha, baselines=BASELINES).with_setting(setting)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(summary, out / "results.json")
+    write_csv(summary, out / "results.csv", setting)
+    plot_success(summary, out / "success.png")
+    report = precision_report(evaluation, protocol, phase_names)
+    report["trials_per_episode"] = trials_per_episode(evaluation)
+    report["limits"] = limits(setting.env_id, protocol, env_kwargs=dict(setting.env_kwargs), workers=workers,
+                              seeds=min(len(evaluation.seeds), protocol.cap_for(setting.env_id)))
+    report["focus_phase"] = setting.focus_phase
+    write_json_atomic(out / "protocol.json", report)
+    log(f"{name}: robustness grid")
+    focus = focus_index(setting)
+    write_json_atomic(out / "robustness.json", robustness(
+        setting.env_id, methods, _robustness_protocol(protocol, setting.env_id), focus,
+        env_kwargs=dict(setting.env_kwargs), vary_stated=name == "preference", workers=workers))
+    if ABLATIONS and name in ("controlled", "preference"):
+        log(f"{name}: TEPA ablation")
+        write_json_atomic(out / "ablation.json", ablation(setting, protocol, workers))
+    if name in ("controlled", "preference"):
+        log(f"{name}: trials paid with tasks")
+        write_json_atomic(out / "trial_cost.json", trial_cost(setting, protocol, workers))
+    if name == "preference":
+        log("preference: main profile share")
+        write_json_atomic(out / "main_profile_share.json", main_profile_share(protocol, workers))
+    if name == "controlled":
+        log("controlled: key noise and number of keys")
+        write_json_atomic(out / "key_noise.json", key_noise(protocol, workers))
+        write_json_atomic(out / "n_keys.json", n_keys(protocol, workers))
+    return summary
+
+
+def _robustness_protocol(protocol: Protocol, env_id: str) -> Protocol:
+    from dataclasses import replace
+
+    seeds = min(protocol.robustness_seeds, max(1, protocol.cap_for(env_id) // 10))
+    return replace(protocol, robustness_seeds=seeds)
+
+
+def _focus_means(evaluation: Evaluation, focus: int | None) -> dict[str, float]:
+    return {m: float(evaluation.phase_success(m, focus).mean()) for m in evaluation.methods}
+
+
+def ablation(setting: Setting, protocol: Protocol, workers: int) -> dict[str, Any]:
+    """TEPA and each one-choice variant on the setting's focus phase, paired by seed."""
+    variants: list[str | MethodSpec] = ["tepa", *ABLATIONS]
+    evaluation = evaluate(setting.env_id, variants, range(protocol.seeds), env_kwargs=dict(setting.env_kwargs),
+                          workers=workers)
+    focus = focus_index(setting)
+    return {"env_id": setting.env_id, "seeds": protocol.seeds, "focus_phase": setting.focus_phase,
+            "variants": {method_label(v): ({} if isinstance(v, str) else v.kwargs) for v in variants},
+            "success": _focus_means(evaluation, focus),
+            "overall": _focus_means(evaluation, None)}
+
+
+def trial_cost(setting: Setting, protocol: Protocol, workers: int) -> dict[str, Any]:
+    """Trial-validating methods with free trials and with each trial paid by one task."""
+    focus = focus_index(setting)
+    rows: dict[str, Any] = {}
+    for mode in ("free", "task"):
+        evaluation = evaluate(setting.env_id, ["no-memory", "tepa", *TRIAL_METHODS], range(protocol.seeds),
+                              env_kwargs={**setting.env_kwargs, "trial_cost": mode}, workers=workers)
+        rows[mode] = {"success": _focus_means(evaluation, focus), "overall": _focus_means(evaluation, None),
+                      "trials_per_episode": trials_per_episode(evaluation)}
+    return {"env_id": setting.env_id, "seeds": protocol.seeds, "focus_phase": setting.focus_phase, "modes": rows}
+
+
+def key_noise(protocol: Protocol, workers: int) -> dict[str, Any]:
+    """Full-reversal success of every method as evidence keys are corrupted."""
+    seeds = protocol.robustness_seeds
+    rows: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
+    for level in KEY_NOISE_LEVELS:
+        evaluation = evaluate("TEPA/RegimeDrift-v0", METHOD_NAMES, range(seeds), env_kwargs={"key_noise": level},
+                              workers=workers)
+        for method in METHOD_NAMES:
+            rows[method].append(float(evaluation.phase_success(method, 2).mean()))
+    return {"levels": list(KEY_NOISE_LEVELS), "seeds": seeds, "full_reversal_success": rows,
+            "paper": {m: list(v) for m, v in KEY_NOISE_PAPER.items()}}
+
+
+def n_keys(protocol: Protocol, workers: int) -> dict[str, Any]:
+    """Full-reversal success of every method as the number of conflict keys grows."""
+    seeds = protocol.robustness_seeds
+    rows: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
+    for count in N_KEYS_LEVELS:
+        evaluation = evaluate("TEPA/RegimeDrift-v0", METHOD_NAMES, range(seeds), env_kwargs={"n_keys": count},
+                              workers=workers)
+        for method in METHOD_NAMES:
+            rows[method].append(float(evaluation.phase_success(method, 2).mean()))
+    return {"levels": list(N_KEYS_LEVELS), "seeds": seeds, "full_reversal_success": rows}
+
+
+def main_profile_share(protocol: Protocol, workers: int) -> dict[str, Any]:
+    """Overall and full-reversal success of every method as the user's main profile grows."""
+    seeds = protocol.robustness_seeds
+    overall: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
+    reversal: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
+    for share in MAIN_PROFILE_SHARES:
+        evaluation = evaluate("TEPA/PreferenceStream-v0", METHOD_NAMES, range(seeds),
+                              env_kwargs={"main_profile_share": share}, workers=workers)
+        for method in METHOD_NAMES:
+            overall[method].append(float(evaluation.phase_success(method, None).mean()))
+            reversal[method].append(float(evaluation.phase_success(method, 2).mean()))
+    return {"levels": list(MAIN_PROFILE_SHARES), "seeds": seeds, "overall_success": overall,
+            "full_reversal_success": reversal}
+
+
+def reproduce_facts_rows(workers: int) -> list[dict[str, Any]]:
+    from tepa_envs.agents.evaluation.facts import reproduce_facts
+
+    return reproduce_facts(methods=METHOD_NAMES, workers=workers)
+
+
+def reproduce_all(names: Sequence[str], protocol: Protocol, out: Path, *, workers: int = 1,
+                  alpha: float = 0.05, log: Log = print) -> None:
+    for name in names:
+        if name == "facts":
+            log("facts: every split and length")
+            write_json_atomic(out / "facts" / "results.json", reproduce_facts_rows(workers))
+        else:
+            reproduce_setting(name, protocol, out / name, workers=workers, alpha=alpha, log=log)
