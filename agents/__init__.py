@@ -26,6 +26,7 @@ from tepa_envs.agents.memories import (
     TemporalRecency,
     TEPAFull,
     TEPANoRev,
+    TEPAPaper,
     TrialGate,
     load_class,
     make_memory,
@@ -38,6 +39,6 @@ __all__ = [
     "AppendOnly", "AuditEvent", "BM25Index", "ConflictAwareRecency", "EpisodeResult", "Evaluation", "Evidence",
     "EvidenceReader", "LWWValidation", "LastWriteWins", "LifecycleState", "METHODS", "METHOD_NAMES", "Memory",
     "MemoryAgent", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "ReactiveForgetting", "Record", "SemanticRetrieval",
-    "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TemporalRecency", "TrialGate", "evaluate", "load_class",
+    "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TEPAPaper", "TemporalRecency", "TrialGate", "evaluate", "load_class",
     "make_memory", "replay_audit", "run_episode", "summarize",
 ]

@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if (getattr(args, "seeds", 1) or 1) < 1:
+        if getattr(args, "seeds", None) is not None and args.seeds < 1:
             raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
         if getattr(args, "workers", 1) < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")

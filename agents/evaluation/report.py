@@ -25,9 +25,10 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def _ceil_2sig(x: float) -> str:
-    """``x`` in 1.2e-03 form, rounded up so that ``x`` is never above the printed number."""
+    """``x`` in 1.2e-03 form, rounded up so that ``x`` is never above the printed number
+    (beyond floating-point noise: 18 * (1 / 1000) prints as 1.8e-02)."""
     text = f"{x:.1e}"
-    if float(text) < x:
+    if float(text) < x * (1 - 1e-9):
         mantissa, exponent = text.split("e")
         text = f"{(float(mantissa) + 0.1) * 10.0 ** int(exponent):.1e}"
     return text

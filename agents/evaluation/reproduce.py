@@ -40,8 +40,15 @@ MAIN_PROFILE_SHARES: tuple[float, ...] = (0.5, 0.8, 0.9, 1.0)
 BASELINES: tuple[str, ...] = ("append-only", "no-memory", "tepa")
 """Every method is compared with these (``tepa`` as a baseline shows where TEPA loses)."""
 TRIAL_METHODS: tuple[str, ...] = ("tepa-full", "lww-validation")
-ABLATIONS: tuple[MethodSpec, ...] = ()
-"""TEPA variants for the ablation table, each differing from ``tepa`` in one named choice."""
+ABLATIONS: tuple[MethodSpec, ...] = tuple(
+    MethodSpec(f"tepa {name}={value}", "tepa", {name: value}) for name, value in (
+        ("theta_prop_fresh", 3), ("assertion_supersedes", False), ("window_outcomes", "support_and_conflict"),
+        ("failed_candidate", "count"), ("failed_candidate", "ignore"), ("assertions_in_window", True),
+        ("window_seed", "candidate_history"), ("revoke_check", "after_every_update"),
+        ("tie_break", "first_created"), ("candidate_counting", "consecutive"))
+) + (MethodSpec("tepa preset=paper", "tepa", {"preset": "paper"}),)
+"""TEPA variants for the ablation table: each differs from ``tepa`` in one named choice,
+and the last is the paper's rules read literally."""
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -14,13 +14,15 @@ from tepa_envs.agents.memories.lww_validation import LWWValidation
 from tepa_envs.agents.memories.protocol import Memory, MemoryBase, MemoryHooks, hooks_of
 from tepa_envs.agents.memories.registry import METHOD_NAMES, METHODS, load_class, make_memory
 from tepa_envs.agents.memories.semantic import SemanticRetrieval
-from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, replay_audit
+from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, TEPAPaper, replay_audit
+from tepa_envs.agents.memories.tepa_choices import PAPER_READINGS, PRESETS as TEPA_PRESETS, TEPAChoices
 from tepa_envs.agents.memories.tepa_full import TEPAFull
 from tepa_envs.agents.memories.trials import TrialGate
 
 __all__ = [
     "AppendOnly", "BM25Index", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
-    "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "ReactiveForgetting",
-    "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TemporalRecency", "TrialGate",
+    "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "PAPER_READINGS",
+    "ReactiveForgetting", "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAChoices", "TEPAFull", "TEPANoRev",
+    "TEPAPaper", "TEPA_PRESETS", "TemporalRecency", "TrialGate",
     "hooks_of", "load_class", "make_memory", "replay_audit",
 ]

@@ -9,7 +9,7 @@ from tepa_envs.agents.memories.baselines import AppendOnly, ConflictAwareRecency
 from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.semantic import SemanticRetrieval
-from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev
+from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, TEPAPaper
 from tepa_envs.agents.memories.tepa_full import TEPAFull
 from tepa_envs.agents.memories.lww_validation import LWWValidation
 
@@ -25,6 +25,7 @@ METHODS: dict[str, Callable[..., Memory]] = {
     "tepa": TEPA,
     "tepa-norev": TEPANoRev,
     "tepa-full": TEPAFull,
+    "tepa-paper": TEPAPaper,
     "lww-validation": LWWValidation,
     "oracle-reset": OracleReset,
 }

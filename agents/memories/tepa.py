@@ -1,10 +1,13 @@
-"""TEPA: revocable evidence memory (TEPA-Rev) and its no-revocation ablation.
+"""TEPA: revocable evidence memory (TEPA-Rev), its no-revocation ablation, and
+TEPA with the paper's rules read literally (``TEPAPaper``).
 
 A *precedent* is a (key, value) pair with support and conflict counts, a
 lifecycle state and a window of its most recent outcomes. Its validity is the
 Beta(alpha, beta) posterior mean ``q = (s + alpha) / (s + f + alpha + beta)``.
 
-Lifecycle (paper defaults):
+Lifecycle (paper thresholds; the choices the paper leaves open are named
+arguments, :class:`~tepa_envs.agents.memories.tepa_choices.TEPAChoices`, and
+what follows describes the default ``"v0"`` preset):
 
 * A value seen with success or asserted becomes a *candidate*; a failed use
   discards the candidate's supports. It is proposed
@@ -40,10 +43,8 @@ from tepa_envs.core import (
 )
 
 from tepa_envs.agents.memories.protocol import MemoryBase
-from tepa_envs.agents.memories.tepa_choices import PAPER_READINGS, TEPAChoices, resolve_choices
+from tepa_envs.agents.memories.tepa_choices import TEPAChoices, resolve_choices
 
-__all__ = ["ACTIVE", "HYPOTHESIS", "PAPER_READINGS", "REVOKED", "TEPA", "TEPAChoices", "TEPANoRev", "TEPAPaper",
-           "replay_audit"]
 
 HYPOTHESIS = LifecycleState.HYPOTHESIS
 ACTIVE = LifecycleState.ACTIVE
@@ -142,7 +143,8 @@ class TEPA(MemoryBase):
     accrue before proposal.
 
     Implementation choices (the paper leaves them open; :class:`TEPAChoices`
-    documents every value and :data:`PAPER_READINGS` the ``"paper"`` readings).
+    documents every value, and ``tepa_choices.PAPER_READINGS`` the reason for each
+    ``"paper"`` reading).
     Each argument left ``None`` takes ``preset``'s value; the resolved choices
     are :attr:`choices`. v0's value first, the ``"paper"`` preset's in brackets:
 
@@ -212,7 +214,7 @@ class TEPA(MemoryBase):
             tie_break=tie_break, candidate_counting=candidate_counting)
         super().__init__()
         self.preset = preset
-        self.choices = choices
+        self.choices: TEPAChoices = choices
         self.alpha, self.beta = float(alpha), float(beta)
         self.theta_rev, self.theta_rec, self.theta_pro = thresholds
         self.n_min, self.n_rec, self.theta_prop, self.top_k = counts
@@ -417,7 +419,7 @@ class TEPA(MemoryBase):
 
 @lru_cache(maxsize=256)
 def _proposal_reason(support: int, conflict: int = 0) -> str:
-    failures = f" and {conflict} failures" if conflict else ""
+    failures = f" and {conflict} failure{'s' if conflict > 1 else ''}" if conflict else ""
     return f"proposed after {support} supports{failures}"
 
 
