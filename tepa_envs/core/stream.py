@@ -5,6 +5,19 @@ each task in :meth:`_present`, run the chosen value in :meth:`_execute`, and
 answer held-out trials in :meth:`_trial`. This class keeps the evidence
 contract of the project: ``info`` is built fresh on every call with ``key``,
 ``context``, ``evidence``, ``success`` and ``oracle``.
+
+It also prices trials (``trial_cost``, one of :data:`TRIAL_COSTS`): ``"free"``
+(the default) runs them at no cost; ``"task"`` pays each trial with one task of
+the stream, for an equal-budget comparison with methods that never trial. A
+trial made while task ``t`` is presented forfeits task ``t`` (the next task the
+stream executes), a second one task ``t + 1``, and so on; trials beyond the
+remaining stream forfeit the remaining tasks. A forfeited step does not execute
+its action: the task fails (reward 0, ``info["success"]`` False), reveals no
+evidence (the observation's previous-step fields keep describing the last
+executed task), and the stream moves on. In ``"task"`` mode every step's
+``info`` has ``forfeited`` (``True`` on a forfeited task); in ``"free"`` mode the
+key is absent, so ``info`` is exactly as before. Stream length, seeds and the
+hidden world do not depend on the mode.
 """
 
 from __future__ import annotations
@@ -22,6 +35,11 @@ from tepa_envs.core.schedule import PhaseSchedule
 from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
 from tepa_envs.core.types import PHASE_NAMES, Evidence
 from tepa_envs.error import ResetNeeded
+
+TRIAL_COSTS = ("free", "task")
+"""Values of ``trial_cost``: trials cost nothing, or each one forfeits a task of the stream."""
+
+FORFEIT_MESSAGE = "forfeited: this task was spent on a held-out trial"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +71,15 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     offers_trials = True
 
     def __init__(self, phase_lengths: Sequence[int], values: Sequence[str],
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, *, trial_cost: str = "free") -> None:
         self.render_mode = check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
+        self.trial_cost = check_choice("trial_cost", check_str("trial_cost", trial_cost), TRIAL_COSTS)
         self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
         self._set_values(values)
         self.action_space = gym.spaces.Discrete(len(self.values))
         self._trials_spent: Counter[str] = Counter()
+        self._forfeits_pending = 0
+        self._tasks_forfeited = 0
         self._t = 0
         self._task: Task | None = None
         self._last_step: tuple[int, str, str, bool, str] | None = None
@@ -84,6 +105,8 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         super().reset(seed=seed)
         self._build(self.np_random)
         self._trials_spent.clear()
+        self._forfeits_pending = 0
+        self._tasks_forfeited = 0
         self._t = 0
         self._task = self._present(0)
         self._last_step = None
@@ -95,14 +118,20 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         if self._t >= self.schedule.total:
             raise ResetNeeded("the episode has ended; call reset() to start a new one")
         value = self.values[self._action_index(action)]
-        outcome = self._execute(self._t, self._task, value)
+        forfeited = self._forfeits_pending > 0
+        if forfeited:  # paid for a trial: the action is not executed and reveals nothing
+            self._forfeits_pending -= 1
+            self._tasks_forfeited += 1
+            outcome = Outcome(False, (), FORFEIT_MESSAGE)
+        else:
+            outcome = self._execute(self._t, self._task, value)
         self._last_step = (self._t, self._task.key, value, outcome.success, outcome.message)
         self._t += 1
         terminated = self._t >= self.schedule.total
         self._task = None if terminated else self._present(self._t)
         observation = self._observation(self._t, self._task)
         info = self._info(evidence=outcome.evidence, success=outcome.success,
-                          message=outcome.message)
+                          message=outcome.message, forfeited=forfeited)
         if terminated:
             self._task = Task("", "", "")
         return observation, float(outcome.success), terminated, False, info
@@ -127,8 +156,10 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     def trial(self, kind: str, key: str, value: str) -> bool:
         """Run a held-out trial task: does ``value`` work for ``key`` now?
 
-        Trials never advance the stream or change its outcomes; they are counted
-        per kind in :attr:`trials_spent`.
+        Trials never advance the stream; they are counted per kind in
+        :attr:`trials_spent`. With ``trial_cost="task"`` each trial forfeits the
+        next task the stream executes (the one now presented, then the following
+        ones), see :attr:`tasks_forfeited`; with ``"free"`` it changes no outcome.
         """
         check_trial_kind(kind)
         check_str("trial key", key)
@@ -136,12 +167,19 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         if self._task is None:
             raise ResetNeeded("call reset() before trial()")
         self._trials_spent[kind] += 1
+        if self.trial_cost == "task":
+            self._forfeits_pending += 1
         return bool(self._trial(key, value))
 
     @property
     def trials_spent(self) -> Counter[str]:
         """Trials run since the last reset, per kind."""
         return self._trials_spent
+
+    @property
+    def tasks_forfeited(self) -> int:
+        """Tasks forfeited to pay for trials since the last reset (always 0 with ``trial_cost="free"``)."""
+        return self._tasks_forfeited
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -150,12 +188,14 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         return self._t
 
     def _info(self, *, evidence: Sequence[Evidence], success: bool | None,
-              message: str = "") -> StepInfo:
+              message: str = "", forfeited: bool = False) -> StepInfo:
         task = self._task
         oracle = None
         if task is not None and task.key:
             phase = self.schedule.phase_of(self._t)
             oracle = oracle_info(phase, PHASE_NAMES[phase], self.schedule.starts_phase(self._t), task.correct)
-        extra = {} if success is None else {"message": message}
+        extra: dict[str, Any] = {} if success is None else {"message": message}
+        if success is not None and self.trial_cost == "task":
+            extra["forfeited"] = bool(forfeited)
         return step_info(key=task.key if task else "", context=task.context if task else "", evidence=evidence,
                          t=self._t, success=success, oracle=oracle, **extra)

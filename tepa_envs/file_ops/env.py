@@ -118,6 +118,17 @@ class FileOpsEnv(TaskStreamEnv):
       in (default: ``/dev/shm`` when usable and ``TMPDIR`` is unset, else the
       system's temporary directory; on a disk-backed ``/tmp`` a step took
       about twice as long in ``benchmarks/fileops_throughput.py``).
+    * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default;
+      trials are answered from the hidden state at no cost) or ``"task"``: each
+      trial is paid with one task of the stream, as if the agent had spent that
+      task trialing (an equal-budget comparison with methods that never trial).
+      A trial forfeits the next task the stream executes (the one presented when
+      it is made, then the following ones; trials beyond the stream forfeit the
+      rest): the action is not executed, the task fails (reward 0,
+      ``info["success"]`` False), it reveals no evidence, and every step's
+      ``info`` carries ``forfeited`` (``True`` on a forfeited task; the key is
+      absent in ``"free"`` mode). Stream length, seeds and the hidden world do
+      not depend on it; ``env.unwrapped.tasks_forfeited`` counts the forfeits.
     * ``render_mode``: ``None`` or ``"ansi"``.
 
     The defaults follow the paper's executable-drift setting: one domain, so
@@ -131,7 +142,8 @@ class FileOpsEnv(TaskStreamEnv):
                  n_domains: int = 1, csv_fraction: float = 0.85, light_drift_fraction: float = 0.5,
                  partial_return_fraction: float = 0.5, min_records: int = 3, max_records: int = 6,
                  max_file_bytes: int = 256 << 10, max_total_bytes: int = 4 << 20, max_files: int = 256,
-                 sandbox_dir: str | None = None, render_mode: str | None = None) -> None:
+                 sandbox_dir: str | None = None, render_mode: str | None = None,
+                 trial_cost: str = "free") -> None:
         self.keys = export_keys(n_domains)
         self.n_domains = n_domains
         self.csv_fraction = check_probability("csv_fraction", csv_fraction)
@@ -141,7 +153,7 @@ class FileOpsEnv(TaskStreamEnv):
         self.max_records = check_int("max_records", max_records, low=self.min_records)
         self.sandbox = Sandbox(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, parent_dir=sandbox_dir or default_sandbox_parent())
-        super().__init__(phase_lengths, WRITER_CONFIGS, render_mode)
+        super().__init__(phase_lengths, WRITER_CONFIGS, render_mode, trial_cost=trial_cost)
         self.observation_space = gym.spaces.MultiDiscrete([len(self.keys), len(self.values) + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         self._previous = (len(self.values), 0)

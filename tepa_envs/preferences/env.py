@@ -105,7 +105,9 @@ class PreferenceStreamEnv(TaskStreamEnv):
     current hidden state: ``True`` exactly when ``value`` is the user's true
     preference now (trials are noise-free, like a controlled check). A trial
     never advances the stream, never draws from the episode's random generator
-    and never changes an outcome. Unknown keys fail their trials.
+    and, with the default ``trial_cost="free"``, never changes an outcome (with
+    ``"task"`` it forfeits the next task, see ``trial_cost``). Unknown keys fail
+    their trials.
 
     ## Defaults
 
@@ -138,6 +140,17 @@ class PreferenceStreamEnv(TaskStreamEnv):
     * ``main_profile_share``: share of sessions in the user's main profile (default 0.8).
     * ``light_drift_fraction``: fraction of keys that change in light drift (default 0.25).
     * ``partial_return_fraction``: fraction of keys that return (default 0.5).
+    * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default;
+      trials are answered from the hidden state at no cost) or ``"task"``: each
+      trial is paid with one task of the stream, as if the agent had spent that
+      task trialing (an equal-budget comparison with methods that never trial).
+      A trial forfeits the next task the stream executes (the one presented when
+      it is made, then the following ones; trials beyond the stream forfeit the
+      rest): the action is not executed, the task fails (reward 0,
+      ``info["success"]`` False), it reveals no evidence, and every step's
+      ``info`` carries ``forfeited`` (``True`` on a forfeited task; the key is
+      absent in ``"free"`` mode). Stream length, seeds and the hidden world do
+      not depend on it; ``env.unwrapped.tasks_forfeited`` counts the forfeits.
     * ``render_mode``: ``None`` or ``"ansi"``.
     """
 
@@ -145,7 +158,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
                  n_slots: int = 4, n_contexts: int = 3, n_values: int = 5,
                  stated_rate: float = 0.85, noise_rate: float = 0.05, noise_gap: int = 6,
                  main_profile_share: float = 0.8, light_drift_fraction: float = 0.25,
-                 partial_return_fraction: float = 0.5, render_mode: str | None = None) -> None:
+                 partial_return_fraction: float = 0.5, render_mode: str | None = None,
+                 trial_cost: str = "free") -> None:
         self.n_slots = check_int("n_slots", n_slots, low=4, high=len(SLOTS))
         self.n_contexts = check_int("n_contexts", n_contexts, low=1, high=len(PROFILE_CONTEXTS))
         self.n_values = check_int("n_values", n_values, low=3, high=MAX_VALUES)
@@ -157,7 +171,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
         self.keys = preference_keys(self.n_slots, self.n_contexts)
         self.slot_values = {slot: SLOT_VALUES[slot][: self.n_values] for slot in SLOTS[: self.n_slots]}
-        super().__init__(phase_lengths, tuple(v for vs in self.slot_values.values() for v in vs), render_mode)
+        super().__init__(phase_lengths, tuple(v for vs in self.slot_values.values() for v in vs), render_mode,
+                         trial_cost=trial_cost)
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         n_actions = len(self.values)
         self.observation_space = gym.spaces.MultiDiscrete(

@@ -119,20 +119,32 @@ class RegimeDriftEnv(TaskStreamEnv):
     * ``light_drift_fraction``: fraction of keys that change in light drift (default 0.5).
     * ``partial_return_fraction``: fraction of keys that return (default 0.5).
     * ``key_noise``: probability that a step's evidence carries a wrong key (default 0.0).
+    * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default;
+      trials are answered from the hidden state at no cost) or ``"task"``: each
+      trial is paid with one task of the stream, as if the agent had spent that
+      task trialing (an equal-budget comparison with methods that never trial).
+      A trial forfeits the next task the stream executes (the one presented when
+      it is made, then the following ones; trials beyond the stream forfeit the
+      rest): the action is not executed, the task fails (reward 0,
+      ``info["success"]`` False), it reveals no evidence, and every step's
+      ``info`` carries ``forfeited`` (``True`` on a forfeited task; the key is
+      absent in ``"free"`` mode). Stream length, seeds and the hidden world do
+      not depend on it; ``env.unwrapped.tasks_forfeited`` counts the forfeits.
     * ``render_mode``: ``None`` or ``"ansi"``.
     """
 
     def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
                  n_tools: int = 3, n_keys: int = 1, light_drift_fraction: float = 0.5,
                  partial_return_fraction: float = 0.5, key_noise: float = 0.0,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, trial_cost: str = "free") -> None:
         self.n_tools = check_int("n_tools", n_tools, low=3)
         self.keys = key_names(n_keys)
         self.n_keys = len(self.keys)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
         self.key_noise = check_probability("key_noise", key_noise)
-        super().__init__(phase_lengths, tuple(f"tool_{i}" for i in range(n_tools)), render_mode)
+        super().__init__(phase_lengths, tuple(f"tool_{i}" for i in range(n_tools)), render_mode,
+                         trial_cost=trial_cost)
         self.observation_space = gym.spaces.MultiDiscrete([self.n_keys, self.n_tools + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
 

@@ -200,3 +200,39 @@ def test_summary_reports_floor_p_values_and_their_holm_bound():
     table = format_table(summary)
     assert f"Holm–Bonferroni over m = {m} tests, alpha = 0.05" in table
     assert "B = 999" in table and "< 1/(B+1) = 1.0e-03" in table and "< 1.8e-02" in table  # m/(B+1) = 18/1000
+
+
+def test_files_written_before_alpha_and_the_floor_flag_are_read_with_their_old_meaning():
+    from tepa_envs.agents.evaluation.harness import summarize
+    from tepa_envs.agents.evaluation.results import Summary
+
+    evaluation = _hand_built_evaluation(30, {"tepa": 0.6, "no-memory": 0.0, "append-only": 0.05})
+    summary = summarize(evaluation, phase_names=("a", "b"))
+    assert any(c.p_at_floor for c in summary.comparisons) and not all(c.p_at_floor for c in summary.comparisons)
+    legacy = summary.to_json()
+    del legacy["alpha"], legacy["n_perm"]
+    for c in legacy["comparisons"]:
+        del c["p_at_floor"]
+    back = Summary.from_json(legacy)
+    assert back.alpha == 0.01 and back.n_perm == 50_000  # `significant` used to be p_holm < 0.01
+    assert [c.p_at_floor for c in back.comparisons] == [c.p_at_floor for c in summary.comparisons]
+
+
+def test_cli_alpha_is_applied_recorded_and_checked(tmp_path, capsys):
+    import json
+
+    from tepa_envs.agents.evaluation.cli import build_parser, main
+
+    assert build_parser().parse_args(["run", "TEPA/RegimeDrift-v0", "--methods", "tepa"]).alpha == 0.05
+    assert build_parser().parse_args(["reproduce", "controlled", "--alpha", "0.01"]).alpha == 0.01
+    out = tmp_path / "out"
+    assert main(["run", "TEPA/RegimeDrift-v0", "--methods", "tepa,no-memory,append-only", "--seeds", "3",
+                 "--workers", "1", "--out", str(out), "--quiet", "--alpha", "0.3",
+                 "--env-kwargs", '{"phase_lengths": [5, 5, 5, 5]}']) == 0
+    assert "alpha = 0.3" in capsys.readouterr().out
+    results = json.loads((out / "results.json").read_text())
+    assert results["alpha"] == 0.3
+    assert all(c["significant"] == (c["p_holm"] < 0.3) for c in results["comparisons"])
+    for bad in ("0", "1", "-0.5"):
+        assert main(["run", "TEPA/RegimeDrift-v0", "--methods", "tepa", "--alpha", bad]) == 2
+        assert "--alpha must be in (0, 1)" in capsys.readouterr().err
