@@ -1,8 +1,12 @@
-"""Small fixed-seed runs of every reproduced setting, pinned to the numbers the
-code gave before the package was reorganised (``tests/data/pinned_numbers.json``).
+"""Small fixed-seed runs of every reproduced setting, pinned to exact per-task
+success counts (``tests/data/pinned_numbers.json``).
 
-A refactor must not move a single per-task success count. Where behaviour is
-changed on purpose, regenerate the file in the same commit and say so.
+A refactor must not move a single count. Where behaviour is changed on purpose,
+the file is regenerated in the same commit and the change said in its message.
+History: pinned before the package was reorganised (issue 10; unchanged by it);
+regenerated when the preference reader and user defaults became principled
+(``stated_prob`` 0.15 -> 0.5, ``main_profile_share`` 0.9 -> 0.8: only the
+preference entries and trial budgets moved) and ``tepa-paper`` was added.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from tepa_envs.agents.evaluation.report import format_p
 from tepa_envs.agents.evaluation.reproduce import write_text_atomic
 
 SHORT_PHASES = {"stable": "stable", "light_drift": "light drift", "full_reversal": "full reversal",
@@ -28,10 +29,7 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 
 def _p(comparison: dict[str, Any]) -> str:
-    if comparison.get("p_holm_floor") is not None:
-        return f"< {comparison['p_holm_floor']:.1e}"
-    p = comparison["p_holm"]
-    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+    return format_p(comparison["p_holm"], comparison.get("p_at_floor", False))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
