@@ -41,15 +41,17 @@ class Protocol:
     max_seeds: int = 4000
     block: int = 50
     robustness_seeds: int = 200
+    study_seeds: int = 500
     follow_probs: tuple[float, ...] = (0.8, 0.9, 0.95, 1.0)
     stated_probs: tuple[float, ...] = (0.0, 0.5, 1.0)
-    seed_caps: dict[str, int] = field(default_factory=lambda: {"TEPA/FileOps-v0": 1000})
+    seed_caps: dict[str, int] = field(default_factory=lambda: {"TEPA/FileOps-v0": 400})
 
     def __post_init__(self) -> None:
         check_int("seeds", self.seeds, low=1)
         check_int("block", self.block, low=1)
         check_int("max_seeds", self.max_seeds, low=self.seeds)
         check_int("robustness_seeds", self.robustness_seeds, low=1)
+        check_int("study_seeds", self.study_seeds, low=1)
         check_probability("max_half_width", self.max_half_width)
         for p in (*self.follow_probs, *self.stated_probs):
             check_probability("reader grid value", p)
@@ -58,8 +60,8 @@ class Protocol:
         return min(self.max_seeds, self.seed_caps.get(env_id, self.max_seeds))
 
 
-QUICK = Protocol(seeds=20, max_seeds=40, block=10, robustness_seeds=10, follow_probs=(0.9, 1.0),
-                 stated_probs=(0.5,))
+QUICK = Protocol(seeds=20, max_seeds=40, block=10, robustness_seeds=10, study_seeds=10,
+                 follow_probs=(0.9, 1.0), stated_probs=(0.5,), seed_caps={"TEPA/FileOps-v0": 20})
 """A protocol small enough for tests and smoke runs (its numbers are not headline numbers)."""
 
 
@@ -102,13 +104,15 @@ def merge(first: Evaluation, second: Evaluation) -> Evaluation:
 def evaluate_to_precision(env_id: str, methods: Sequence[Any], protocol: Protocol, *,
                           env_kwargs: dict[str, Any] | None = None, reader_kwargs: dict[str, Any] | None = None,
                           workers: int = 1, progress: Progress | None = None) -> Evaluation:
-    """:func:`evaluate` on ``protocol.seeds`` seeds, extended by the precision rule."""
-    first = evaluate(env_id, methods, range(protocol.seeds), env_kwargs=env_kwargs, reader_kwargs=reader_kwargs,
+    """:func:`evaluate` on ``protocol.seeds`` seeds (at most the environment's cap),
+    extended by the precision rule."""
+    start = min(protocol.seeds, protocol.cap_for(env_id))
+    first = evaluate(env_id, methods, range(start), env_kwargs=env_kwargs, reader_kwargs=reader_kwargs,
                      workers=workers, progress=progress)
     total = seeds_needed(first, protocol.max_half_width, protocol.block, protocol.cap_for(env_id))
-    if total <= protocol.seeds:
+    if total <= start:
         return first
-    rest = evaluate(env_id, methods, range(protocol.seeds, total), env_kwargs=env_kwargs,
+    rest = evaluate(env_id, methods, range(start, total), env_kwargs=env_kwargs,
                     reader_kwargs=reader_kwargs, workers=workers, progress=progress)
     return merge(first, rest)
 
@@ -142,19 +146,15 @@ def precision_report(evaluation: Evaluation, protocol: Protocol, phase_names: Se
     return report
 
 
-def limits(env_id: str, protocol: Protocol, *, env_kwargs: dict[str, Any] | None = None,
-           reader_kwargs: dict[str, Any] | None = None, workers: int = 1,
-           seeds: int | None = None) -> dict[str, dict[str, float]]:
-    """The oracle-reset bound per phase with the setting's reader and with a perfect reader."""
-    n = protocol.seeds if seeds is None else seeds
-    out: dict[str, dict[str, float]] = {}
-    for label, reader in (("oracle_reset", dict(reader_kwargs or {})),
-                          ("oracle_reset_perfect_reader", {**(reader_kwargs or {}), "follow_prob": 1.0})):
-        evaluation = evaluate(env_id, ["oracle-reset"], range(n), env_kwargs=env_kwargs, reader_kwargs=reader,
-                              workers=workers)
-        out[label] = {str(p): float(evaluation.phase_success("oracle-reset", p).mean())
-                      for p in phase_indices(evaluation)}
-    return out
+def limits(headline: Evaluation, protocol: Protocol, *, workers: int = 1) -> dict[str, dict[str, float]]:
+    """The oracle-reset bound per phase: with the headline's reader (its ``oracle-reset``
+    row) and with a perfect reader (``follow_prob = 1``, on ``protocol.seeds`` seeds)."""
+    n = min(len(headline.seeds), protocol.seeds)
+    perfect = evaluate(headline.env_id, ["oracle-reset"], range(n), env_kwargs=headline.env_kwargs,
+                       reader_kwargs={**headline.reader_kwargs, "follow_prob": 1.0}, workers=workers)
+    return {label: {str(p): float(evaluation.phase_success("oracle-reset", p).mean())
+                    for p in phase_indices(evaluation)}
+            for label, evaluation in (("oracle_reset", headline), ("oracle_reset_perfect_reader", perfect))}
 
 
 def ranking(evaluation: Evaluation, phase: int | None) -> list[str]:

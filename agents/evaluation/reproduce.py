@@ -9,21 +9,28 @@ Per setting (``controlled``, ``executable``, ``preference``) into ``OUT/<setting
 * studies of their own: ``key_noise.json`` and ``n_keys.json`` (controlled),
   ``ablation.json`` (TEPA's named choices), ``trial_cost.json`` (trials paid with tasks).
 
-``facts/results.json`` holds the FactConsolidation rows. ``tepa-bench readme``
+``facts/results.json`` holds the FactConsolidation rows. Every file is written
+atomically, and each subdirectory gets ``manifest.json`` last (run id, seeds,
+methods, versions, sha256 of every file; :func:`~tepa_envs.agents.evaluation.files.verify_manifest`
+tells a complete setting from one a killed run left half-written). ``tepa-bench readme``
 turns the directory into the README's tables.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from tepa_envs.agents.evaluation.files import (  # noqa: F401  (write_text_atomic: readme.py imports it here)
+    begin_run,
+    prepare_output_dir,
+    write_json_atomic,
+    write_manifest,
+    write_text_atomic,
+)
 from tepa_envs.agents.evaluation.harness import Evaluation, MethodSpec, evaluate, method_label, summarize
 from tepa_envs.agents.evaluation.protocol import Protocol, limits, precision_report, robustness
-from tepa_envs.agents.evaluation.report import plot_success, write_csv, write_json
+from tepa_envs.agents.evaluation.report import write_results
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.settings import (
     KEY_NOISE_LEVELS,
@@ -51,26 +58,6 @@ ABLATIONS: tuple[MethodSpec, ...] = tuple(
 and the last is the paper's rules read literally."""
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
-
-
 def focus_index(setting: Setting) -> int | None:
     names = settings_for(setting.env_id).phase_names
     return names.index(setting.focus_phase) if setting.focus_phase in names else None
@@ -93,41 +80,48 @@ def reproduce_setting(name: str, protocol: Protocol, out: Path, *, workers: int 
     evaluation = evaluate_to_precision(setting.env_id, methods, protocol, env_kwargs=dict(setting.env_kwargs),
                                        workers=workers)
     summary = summarize(evaluation, alpha=alpha, baselines=BASELINES).with_setting(setting)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(summary, out / "results.json")
-    write_csv(summary, out / "results.csv", setting)
-    plot_success(summary, out / "success.png")
+    prepare_output_dir(out)
+    begin_run(out)  # from here on the directory mixes two runs until the manifest is written
+    written = write_results(summary, out, setting)
+
+    def write(name: str, data: Any) -> None:
+        write_json_atomic(out / name, data)
+        written.append(name)
+
     report = precision_report(evaluation, protocol, phase_names)
     report["trials_per_episode"] = trials_per_episode(evaluation)
-    report["limits"] = limits(setting.env_id, protocol, env_kwargs=dict(setting.env_kwargs), workers=workers,
-                              seeds=min(len(evaluation.seeds), protocol.cap_for(setting.env_id)))
+    report["limits"] = limits(evaluation, protocol, workers=workers)
     report["focus_phase"] = setting.focus_phase
-    write_json_atomic(out / "protocol.json", report)
+    write("protocol.json", report)
     log(f"{name}: robustness grid")
     focus = focus_index(setting)
-    write_json_atomic(out / "robustness.json", robustness(
+    write("robustness.json", robustness(
         setting.env_id, methods, _robustness_protocol(protocol, setting.env_id), focus,
         env_kwargs=dict(setting.env_kwargs), vary_stated=name == "preference", workers=workers))
     if ABLATIONS and name in ("controlled", "preference"):
         log(f"{name}: TEPA ablation")
-        write_json_atomic(out / "ablation.json", ablation(setting, protocol, workers))
+        write("ablation.json", ablation(setting, protocol, workers))
     if name in ("controlled", "preference"):
         log(f"{name}: trials paid with tasks")
-        write_json_atomic(out / "trial_cost.json", trial_cost(setting, protocol, workers))
+        write("trial_cost.json", trial_cost(setting, protocol, workers))
     if name == "preference":
         log("preference: main profile share")
-        write_json_atomic(out / "main_profile_share.json", main_profile_share(protocol, workers))
+        write("main_profile_share.json", main_profile_share(protocol, workers))
     if name == "controlled":
         log("controlled: key noise and number of keys")
-        write_json_atomic(out / "key_noise.json", key_noise(protocol, workers))
-        write_json_atomic(out / "n_keys.json", n_keys(protocol, workers))
+        write("key_noise.json", key_noise(protocol, workers))
+        write("n_keys.json", n_keys(protocol, workers))
+    write_manifest(out, written, seeds=summary.seeds, methods=summary.methods, setting=name,
+                   env_id=setting.env_id, alpha=alpha)
     return summary
 
 
 def _robustness_protocol(protocol: Protocol, env_id: str) -> Protocol:
     from dataclasses import replace
 
-    seeds = min(protocol.robustness_seeds, max(1, protocol.cap_for(env_id) // 10))
+    seeds = min(protocol.robustness_seeds, max(1, protocol.cap_for(env_id) // 8))
+    if env_id == "TEPA/PreferenceStream-v0":  # a 4 x 3 grid instead of 4 readers
+        seeds = max(1, seeds // 2)
     return replace(protocol, robustness_seeds=seeds)
 
 
@@ -138,10 +132,10 @@ def _focus_means(evaluation: Evaluation, focus: int | None) -> dict[str, float]:
 def ablation(setting: Setting, protocol: Protocol, workers: int) -> dict[str, Any]:
     """TEPA and each one-choice variant on the setting's focus phase, paired by seed."""
     variants: list[str | MethodSpec] = ["tepa", *ABLATIONS]
-    evaluation = evaluate(setting.env_id, variants, range(protocol.seeds), env_kwargs=dict(setting.env_kwargs),
-                          workers=workers)
+    evaluation = evaluate(setting.env_id, variants, range(protocol.study_seeds),
+                          env_kwargs=dict(setting.env_kwargs), workers=workers)
     focus = focus_index(setting)
-    return {"env_id": setting.env_id, "seeds": protocol.seeds, "focus_phase": setting.focus_phase,
+    return {"env_id": setting.env_id, "seeds": protocol.study_seeds, "focus_phase": setting.focus_phase,
             "variants": {method_label(v): ({} if isinstance(v, str) else v.kwargs) for v in variants},
             "success": _focus_means(evaluation, focus),
             "overall": _focus_means(evaluation, None)}
@@ -152,11 +146,12 @@ def trial_cost(setting: Setting, protocol: Protocol, workers: int) -> dict[str, 
     focus = focus_index(setting)
     rows: dict[str, Any] = {}
     for mode in ("free", "task"):
-        evaluation = evaluate(setting.env_id, ["no-memory", "tepa", *TRIAL_METHODS], range(protocol.seeds),
+        evaluation = evaluate(setting.env_id, ["no-memory", "tepa", *TRIAL_METHODS], range(protocol.study_seeds),
                               env_kwargs={**setting.env_kwargs, "trial_cost": mode}, workers=workers)
         rows[mode] = {"success": _focus_means(evaluation, focus), "overall": _focus_means(evaluation, None),
                       "trials_per_episode": trials_per_episode(evaluation)}
-    return {"env_id": setting.env_id, "seeds": protocol.seeds, "focus_phase": setting.focus_phase, "modes": rows}
+    return {"env_id": setting.env_id, "seeds": protocol.study_seeds, "focus_phase": setting.focus_phase,
+            "modes": rows}
 
 
 def key_noise(protocol: Protocol, workers: int) -> dict[str, Any]:
@@ -210,6 +205,10 @@ def reproduce_all(names: Sequence[str], protocol: Protocol, out: Path, *, worker
     for name in names:
         if name == "facts":
             log("facts: every split and length")
-            write_json_atomic(out / "facts" / "results.json", reproduce_facts_rows(workers))
+            rows = reproduce_facts_rows(workers)
+            prepare_output_dir(out / "facts")
+            begin_run(out / "facts")
+            write_json_atomic(out / "facts" / "results.json", rows)
+            write_manifest(out / "facts", ["results.json"], seeds=[0], methods=METHOD_NAMES, setting="facts")
         else:
             reproduce_setting(name, protocol, out / name, workers=workers, alpha=alpha, log=log)
