@@ -1,8 +1,9 @@
-"""Output of an evaluation: a terminal table, JSON, CSV and a PNG plot."""
+"""Output of an evaluation: a terminal table, JSON, CSV and a PNG plot (files written atomically)."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tepa_envs.agents.evaluation.files import write_bytes_atomic, write_text_atomic
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.settings import Setting
 from tepa_envs.agents.evaluation.statistics import EXACT_MAX_SEEDS, smallest_p_value
@@ -111,9 +113,20 @@ def format_comparisons(results: Summary, setting: Setting | None, focus: str) ->
     return "\n".join(lines)
 
 
+def write_results(results: Summary, out: Path, setting: Setting | None = None) -> list[str]:
+    """``results.json``, ``results.csv`` and ``success.png`` in ``out``, each written
+    atomically; the names written (for the run's manifest)."""
+    write_json(results, out / "results.json")
+    write_csv(results, out / "results.csv", setting)
+    plot_success(results, out / "success.png")
+    return ["results.json", "results.csv", "success.png"]
+
+
 def write_json(results: Summary, path: Path) -> None:
-    """``results.json``: ``results.to_json()``, laid out as docs/results_schema.md describes."""
-    path.write_text(json.dumps(results.to_json(), indent=2, sort_keys=False, default=_json_default) + "\n")
+    """``results.json``: ``results.to_json()``, laid out as docs/results_schema.md describes
+    (written to a temporary file and renamed, so never truncated)."""
+    write_text_atomic(Path(path), json.dumps(results.to_json(), indent=2, sort_keys=False,
+                                             default=_json_default) + "\n")
 
 
 def _json_default(obj: object) -> Any:
@@ -127,7 +140,8 @@ def _json_default(obj: object) -> Any:
 
 
 def write_csv(results: Summary, path: Path, setting: Setting | None = None) -> None:
-    with path.open("w", newline="") as handle:
+    """``results.csv``: one row per method and phase (written atomically)."""
+    with io.StringIO(newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["env_id", "method", "phase", "success", "ci_low", "ci_high", "mpi", "paper"])
         for method in results.methods:
@@ -138,6 +152,8 @@ def write_csv(results: Summary, path: Path, setting: Setting | None = None) -> N
                                  f"{cell.ci_low:.6f}", f"{cell.ci_high:.6f}",
                                  "" if cell.mpi is None else f"{cell.mpi:.6f}",
                                  "" if paper is None else paper])
+        text = handle.getvalue()
+    write_text_atomic(Path(path), text)
 
 
 def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
@@ -177,5 +193,9 @@ def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
     ax.set_title(results.env_id, pad=18)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    image = io.BytesIO()
+    try:
+        fig.savefig(image, format="png")
+    finally:
+        plt.close(fig)
+    write_bytes_atomic(Path(path), image.getvalue())

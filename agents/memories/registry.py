@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Callable
 
 from tepa_envs.agents.memories.baselines import AppendOnly, ConflictAwareRecency, LastWriteWins, NoMemory, SlidingWindow, TemporalRecency
@@ -37,8 +38,13 @@ def is_memory(obj: object) -> bool:
     return all(callable(getattr(obj, attr, None)) for attr in ("observe", "retrieve", "reset"))
 
 
-def load_class(path: str) -> Callable[..., Any]:
-    """Import ``package.module:ClassName``; ``ValueError`` when it cannot be found."""
+def load_class(path: str) -> type:
+    """Import ``package.module:ClassName``: a class whose instances satisfy the memory
+    protocol (callable ``observe``, ``retrieve`` and ``reset``), checked before anything
+    is instantiated. ``ValueError`` when the path cannot be found or names a function,
+    a builtin, a module attribute that is not a class, or a class without the protocol."""
+    if not isinstance(path, str):
+        raise TypeError(f"import path must be a str, got {type(path).__name__}")
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
         raise ValueError(f"import path must look like 'package.module:ClassName', got {path!r}")
@@ -51,13 +57,24 @@ def load_class(path: str) -> Callable[..., Any]:
         if not hasattr(target, part):
             raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
         target = getattr(target, part)
-    if not callable(target):
-        raise ValueError(f"{path!r} is not a class or factory")
+    if not inspect.isclass(target):
+        kind = ("a builtin function" if inspect.isbuiltin(target) else
+                "a function" if inspect.isroutine(target) else
+                "a module" if inspect.ismodule(target) else f"a {type(target).__name__}")
+        raise ValueError(f"{path!r} is {kind}, not a class: an import path must name a memory class "
+                         "(with observe, retrieve and reset)")
+    missing = [name for name in ("observe", "retrieve", "reset") if not callable(getattr(target, name, None))]
+    if missing:
+        raise ValueError(f"{path!r} is not a memory class: it has no callable {', '.join(missing)} "
+                         "(a memory needs observe, retrieve and reset)")
     return target
 
 
 def make_memory(spec: str | Memory, **kwargs: Any) -> Memory:
     """A memory by CLI name (``"tepa"``), by import path (``"pkg.mod:Class"``), or as given."""
+    if inspect.isclass(spec):
+        raise TypeError(f"got the class {spec.__qualname__}, not a memory: pass an instance, "
+                        f"or the import path '{spec.__module__}:{spec.__qualname__}'")
     if not isinstance(spec, str):
         if kwargs:
             raise TypeError("keyword arguments apply only when the memory is given by name")
@@ -65,7 +82,7 @@ def make_memory(spec: str | Memory, **kwargs: Any) -> Memory:
             raise TypeError(f"{type(spec).__name__} is not a memory: it needs observe, retrieve and reset")
         return spec
     if ":" in spec:
-        factory = load_class(spec)
+        factory: Callable[..., Any] = load_class(spec)
     elif spec in METHODS:
         factory = METHODS[spec]
     else:

@@ -14,6 +14,10 @@ from typing import Callable, NamedTuple
 PHASE_NAMES: tuple[str, ...] = ("stable", "light_drift", "full_reversal", "partial_return")
 TRIAL_KINDS: tuple[str, ...] = ("support", "counterfactual", "contamination")
 
+MAX_T: int = 2**63
+"""Evidence times are ``0 <= t < MAX_T``: they fit a signed 64-bit integer, which
+memories (and NumPy arrays of times) rely on."""
+
 TrialFn = Callable[[str, str, str], bool]
 """``trial(kind, key, value) -> bool``: does ``value`` work for ``key`` under the
 current hidden state? ``kind`` is one of :data:`TRIAL_KINDS` and is used by the
@@ -97,8 +101,8 @@ def validate_evidence(evidence: object, last_t: int | None = None) -> None:
         raise TypeError(f"evidence.value must be a str, got {type(evidence.value).__name__}")
     if isinstance(evidence.t, bool) or not isinstance(evidence.t, int):
         raise TypeError(f"evidence.t must be an int, got {type(evidence.t).__name__}")
-    if evidence.t < 0:
-        raise ValueError(f"evidence.t must be >= 0, got {evidence.t}")
+    if not 0 <= evidence.t < MAX_T:
+        raise ValueError(f"evidence.t must be in [0, 2**63), got {evidence.t}")
     if evidence.outcome is not None and not isinstance(evidence.outcome, bool):
         raise TypeError(
             f"evidence.outcome must be True, False or None, got {evidence.outcome!r}"
