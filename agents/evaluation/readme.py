@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from tepa_envs.agents.evaluation.files import check_manifest
 from tepa_envs.agents.evaluation.report import format_p
 from tepa_envs.agents.evaluation.reproduce import write_text_atomic
 
@@ -175,7 +176,13 @@ def facts_table(path: Path) -> str:
 
 
 def tables(results_dir: Path) -> dict[str, str]:
-    """Every generated table by marker name (those whose inputs exist in ``results_dir``)."""
+    """Every generated table by marker name (those whose inputs exist in ``results_dir``).
+
+    Every setting directory read must hold a complete run (its manifest matches its
+    files); a torn or hand-edited directory raises :class:`ManifestError`."""
+    for name in ("controlled", "executable", "preference", "facts"):
+        if (results_dir / name).is_dir():
+            check_manifest(results_dir / name)
     out: dict[str, str] = {}
     for name in ("controlled", "executable", "preference"):
         directory = results_dir / name

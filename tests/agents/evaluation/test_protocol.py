@@ -18,6 +18,7 @@ from tepa_envs.agents.evaluation.protocol import (
     merge,
     seeds_needed,
 )
+from tepa_envs.agents.evaluation.files import ManifestError
 from tepa_envs.agents.evaluation.readme import update_readme
 from tepa_envs.agents.evaluation.reproduce import reproduce_setting
 
@@ -82,3 +83,6 @@ def test_readme_tables_are_generated_from_a_reproduce_directory(tmp_path):
     for name in ("protocol.json", "robustness.json", "ablation.json", "trial_cost.json", "key_noise.json",
                  "n_keys.json"):
         assert (tmp_path / "controlled" / name).exists(), name
+    (tmp_path / "controlled" / "protocol.json").write_text("{}")
+    with pytest.raises(ManifestError):
+        update_readme(readme, tmp_path)
