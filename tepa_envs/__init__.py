@@ -6,6 +6,15 @@ Importing this package registers the environments::
     import tepa_envs
 
     env = gym.make("TEPA/RegimeDrift-v0")
+
+The specs set no ``max_episode_steps``, on purpose: every environment ends its own
+episode (``terminated=True`` after the last task or question; it never truncates),
+and its length depends on the kwargs (``sum(phase_lengths)``, or the facts and
+questions of FactConsolidation's record). ``gym.make`` applies a spec's
+``max_episode_steps`` as a ``TimeLimit`` wrapper whatever the kwargs, so a spec
+of 160 would silently truncate an episode made with longer ``phase_lengths``.
+A time limit below the episode length is still available where wanted:
+``gym.make(env_id, max_episode_steps=n)``.
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ _VECTOR_ENTRY_POINTS = {
 }
 ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
 
+# No max_episode_steps: the episodes end themselves and their length follows the kwargs
+# (see the module docstring); a TimeLimit from the spec would truncate longer episodes.
 for _env_id, _entry_point in _ENTRY_POINTS.items():
     if _env_id not in registry:
         register(id=_env_id, entry_point=_entry_point,

@@ -1,12 +1,14 @@
 """What ``pip install`` puts on disk: every module of ``tepa_envs/``, ``agents/`` and
 ``wrappers/`` at its import path in the wheel, and a clear message when the source
-checkout is imported without being installed."""
+checkout is imported without being installed. What the sdist carries: the examples,
+docs, tests and benchmarks its README and tests use, and the license (PEP 639)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 #: source folder -> where its modules live in the wheel
 FOLDERS = {"tepa_envs": "tepa_envs", "agents": "tepa_envs/agents", "wrappers": "tepa_envs/wrappers"}
-BUILD_FILES = ("setup.py", "pyproject.toml", "README.md")
+BUILD_FILES = ("setup.py", "pyproject.toml", "README.md", "LICENSE")
 
 
 def copy_sources(destination: Path) -> Path:
@@ -119,3 +121,64 @@ def test_the_install_hint_does_not_hide_real_misses():
         __import__("tepa_envs.agents.no_such_module")
     with pytest.raises(ModuleNotFoundError, match="No module named 'tepa_envs.no_such_module'"):
         __import__("tepa_envs.no_such_module")
+
+
+# ---------------------------------------------------------------------------------- sdist
+#: top-level folders of a working checkout that are not sources (never copied for the build)
+NOT_SOURCES = {".git", "results", "build", "dist", ".mypy_cache", ".pytest_cache", ".hypothesis", ".benchmarks"}
+#: what the sdist must carry beyond the packages: the README's image is in docs/, tests/examples run examples/
+SDIST_FOLDERS = ("examples", "docs", "tests", "benchmarks")
+
+
+def _skip_non_sources(directory: str, names: list[str]) -> set[str]:
+    skipped = set(shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")(directory, names))
+    if Path(directory).resolve() == ROOT:
+        skipped |= NOT_SOURCES & set(names)
+    return skipped
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> tuple[set[str], str]:
+    """The member names of the sdist built from a copy of the checkout (relative to its
+    top folder) and its PKG-INFO, built with ``setuptools.build_meta`` as pip would."""
+    source = tmp_path_factory.mktemp("sdist-src") / "tepa-envs"
+    shutil.copytree(ROOT, source, ignore=_skip_non_sources)
+    out = tmp_path_factory.mktemp("sdist")
+    code = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    result = subprocess.run([sys.executable, "-c", code, str(out)], cwd=source, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (archive,) = out.glob("tepa_envs-*.tar.gz")
+    with tarfile.open(archive) as tar:
+        top = archive.name.removesuffix(".tar.gz")
+        names = {name.removeprefix(f"{top}/") for name in tar.getnames()}
+        pkg_info = tar.extractfile(f"{top}/PKG-INFO").read().decode()  # type: ignore[union-attr]
+    return names, pkg_info
+
+
+@pytest.mark.parametrize("folder", SDIST_FOLDERS)
+def test_the_sdist_carries_the_folders_its_readme_and_tests_use(sdist, folder):
+    names, _ = sdist
+    expected = {path.relative_to(ROOT).as_posix() for path in (ROOT / folder).rglob("*")
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"}
+    assert expected and sorted(expected - names) == []
+
+
+def test_the_sdist_and_wheel_carry_the_mit_license(sdist, wheel_names):
+    names, pkg_info = sdist
+    assert "LICENSE" in names
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert "License-Expression: MIT" in pkg_info.splitlines(), pkg_info
+    assert "License-File: LICENSE" in pkg_info.splitlines(), pkg_info
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in wheel_names), sorted(wheel_names)
+
+
+def test_the_license_uses_the_pep639_fields():
+    """``license = "MIT"`` with ``license-files`` (the table form is deprecated), and a
+    build backend that understands them (setuptools >= 77)."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["license"] == "MIT"
+    assert pyproject["project"]["license-files"] == ["LICENSE"]
+    (setuptools,) = [r for r in pyproject["build-system"]["requires"] if r.startswith("setuptools")]
+    assert setuptools.replace(" ", "") == "setuptools>=77"
