@@ -12,6 +12,12 @@ from tepa_envs.core.types import PHASE_NAMES, TRIAL_KINDS
 
 T = TypeVar("T")
 
+MAX_PHASE_LENGTH = 10**6
+"""Largest length of one phase: a stream of at most ``4 * MAX_PHASE_LENGTH`` tasks.
+The environments allocate a few numbers per task at ``reset`` (tens of bytes per
+task), so the bound keeps one episode's world within a few hundred MB and refuses
+a typo such as ``10**12`` at once instead of failing with ``MemoryError``."""
+
 
 def check_number(name: str, value: float) -> float:
     """Validate a real number (``bool`` is refused; NaN is left to the caller's range check)."""
@@ -70,12 +76,16 @@ def check_trial_kind(kind: object) -> str:
 
 
 def check_phase_lengths(phase_lengths: object) -> tuple[int, int, int, int]:
-    """Validate the lengths of the four phases (stable, light drift, reversal, return)."""
+    """Validate the lengths of the four phases (stable, light drift, reversal, return):
+    a tuple or list of exactly four ints, each in ``[1, MAX_PHASE_LENGTH]``. O(1): the
+    length is checked before any element is looked at."""
     if not isinstance(phase_lengths, (tuple, list)):
         raise TypeError(f"phase_lengths must be a tuple or list of ints, got {type(phase_lengths).__name__}")
     if len(phase_lengths) != len(PHASE_NAMES):
+        shown = repr(phase_lengths) if len(phase_lengths) <= 8 else f"{len(phase_lengths)} items"
         raise ValueError(
             f"phase_lengths must be a sequence of {len(PHASE_NAMES)} ints "
-            f"({', '.join(PHASE_NAMES)}), got {phase_lengths!r}"
+            f"({', '.join(PHASE_NAMES)}), got {shown}"
         )
-    return tuple(check_positive_int(f"phase_lengths[{i}]", n) for i, n in enumerate(phase_lengths))  # type: ignore[return-value]
+    return tuple(check_int(f"phase_lengths[{i}]", n, low=1, high=MAX_PHASE_LENGTH)  # type: ignore[return-value]
+                 for i, n in enumerate(phase_lengths))

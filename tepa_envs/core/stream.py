@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -40,6 +40,47 @@ TRIAL_COSTS = ("free", "task")
 """Values of ``trial_cost``: trials cost nothing, or each one forfeits a task of the stream."""
 
 FORFEIT_MESSAGE = "forfeited: this task was spent on a held-out trial"
+
+
+def check_render_mode(render_mode: object) -> str | None:
+    """``None`` or a str (``TypeError`` otherwise).
+
+    As in Gymnasium's own environments, a mode outside ``metadata["render_modes"]``
+    is accepted: ``gym.make`` warns about it, and ``render()`` warns and returns
+    ``None`` (:func:`warn_render_unsupported`). Libraries that ask for a mode by
+    default can therefore build every environment, e.g. Stable-Baselines3's
+    ``make_vec_env``, which passes ``render_mode="rgb_array"``.
+    """
+    return None if render_mode is None else check_str("render_mode", render_mode)
+
+
+def warn_render_unsupported(env: Any) -> None:
+    """The warning ``render()`` gives, as Gymnasium's environments do, when ``env.render_mode``
+    is ``None`` or a mode it does not draw; ``render()`` then returns ``None``."""
+    modes = list(env.metadata["render_modes"])
+    if env.render_mode is None:
+        gym.logger.warn("You are calling render method without specifying any render mode. You can specify "
+                        f"the render_mode at initialization, one of {modes}.")
+    else:
+        gym.logger.warn(f"render_mode={env.render_mode!r} is not supported by {type(env).__name__} "
+                        f"(render_modes: {modes}); render() returns None.")
+
+
+def check_reset_options(options: object, accepted: Collection[str] = ()) -> dict[str, Any]:
+    """``reset(options=...)``: ``None`` or a dict whose keys are all in ``accepted``.
+
+    ``TypeError`` for anything but ``None`` or a mapping, ``ValueError`` naming the
+    unknown keys (an option no environment reads is a mistake, never silently ignored).
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = [key for key in options if key not in accepted]
+    if unknown:
+        takes = f"it takes {', '.join(map(repr, sorted(accepted)))}" if accepted else "it takes none"
+        raise ValueError(f"unknown reset option(s) {', '.join(map(repr, unknown))}: {takes}")
+    return dict(options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +106,9 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     The action picks one of :attr:`values` by index. Language agents use
     :meth:`choices` and :meth:`to_action` to turn a chosen value into an action.
+    ``render_mode="ansi"`` renders the last step as text; any other mode is accepted,
+    as in Gymnasium, and :meth:`render` then warns and returns ``None``.
+    ``reset(options=...)`` takes no options (``ValueError`` naming unknown keys).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -72,7 +116,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     def __init__(self, phase_lengths: Sequence[int], values: Sequence[str],
                  render_mode: str | None = None, *, trial_cost: str = "free") -> None:
-        self.render_mode = check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
+        self.render_mode = check_render_mode(render_mode)
         self.trial_cost = check_choice("trial_cost", check_str("trial_cost", trial_cost), TRIAL_COSTS)
         self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
         self._set_values(values)
@@ -102,6 +146,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     # --------------------------------------------------------------- gymnasium
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        check_reset_options(options)
         super().reset(seed=seed)
         self._build(self.np_random)
         self._trials_spent.clear()
@@ -144,7 +189,10 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         return check_int("action", action, low=0, high=len(self.values) - 1)
 
     def render(self) -> str | None:
+        """The last step as one line of text (``render_mode="ansi"``); any other mode
+        warns and returns ``None``, as Gymnasium's environments do."""
         if self.render_mode != "ansi":
+            warn_render_unsupported(self)
             return None
         if self._last_step is None:
             return "\n"

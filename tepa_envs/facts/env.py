@@ -11,9 +11,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core import Evidence, check_choice, check_positive_int, check_str
+from tepa_envs.core import Evidence, check_positive_int, check_str
 from tepa_envs.core.contracts import TaskEnvDefaults
 from tepa_envs.core.step_info import OracleInfo, StepInfo, oracle_info, step_info
+from tepa_envs.core.stream import check_render_mode, check_reset_options, warn_render_unsupported
 from tepa_envs.error import ResetNeeded
 from tepa_envs.facts.data import check_length, check_split, generate_records
 from tepa_envs.facts.loader import load_records, parse_context, parse_fact, parse_questions, select_record
@@ -141,18 +142,18 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     * ``chunk_facts``: facts per memorize step (default 40, about 540 tokens).
     * ``data_path``: optional local file of MemoryAgentBench records; the record
       whose ``metadata.source`` is ``factconsolidation_<split>_<length>`` is used.
-    * ``render_mode``: ``None`` or ``"ansi"``.
+    * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
+      Gymnasium, and :meth:`render` then warns and returns ``None``.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
                  data_path: str | Path | None = None, render_mode: str | None = None) -> None:
-        check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         self.split = check_split(split)
         self.length = check_length(length)
         self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode)
         self.data_path = None if data_path is None else Path(data_path)
         self._loaded = (None if self.data_path is None
                         else prepare_record(select_record(load_records(self.data_path), split, length)))
@@ -168,6 +169,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     # --------------------------------------------------------------- gymnasium
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        check_reset_options(options)
         super().reset(seed=seed)
         if self._loaded is not None:
             self.data = self._loaded
@@ -203,8 +205,11 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         return self._observation(), reward, terminated, False, self._info(evidence, success, action)
 
     def render(self) -> str | None:
+        """The last step as one line of text (``render_mode="ansi"``); any other mode
+        warns and returns ``None``, as Gymnasium's environments do."""
         if self.render_mode == "ansi":
             return self._last_line + "\n"
+        warn_render_unsupported(self)
         return None
 
     # -------------------------------------------------------- language agents

@@ -29,39 +29,70 @@ _LINE = re.compile(r"^\s*(\d+)\.\s+(.*\S)\s*$")
 
 
 # ------------------------------------------------------------------ schema
+def _nonblank(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _record_name(record: dict, where: str) -> str:
+    """``where``, plus the record's ``metadata.source`` when it has a readable one."""
+    metadata = record.get("metadata")
+    source = metadata.get("source") if isinstance(metadata, dict) else None
+    return f"{where} (metadata.source {source!r})" if isinstance(source, str) else where
+
+
 def validate_record(record: object, where: str = "record") -> dict[str, Any]:
     """Check one record against the FactConsolidation schema; normalise answers to lists.
 
-    Raises :class:`~tepa_envs.error.DataFormatError` naming the field (``where`` prefixes it).
+    The schema (MemoryAgentBench's): ``context`` a non-empty string; ``questions``
+    a non-empty list of non-empty strings; ``answers`` a list of the same length
+    whose items are non-empty lists of non-empty strings (the gold aliases; a
+    single string is taken as one alias); ``metadata`` a dict (optional), whose
+    ``source`` is a string and ``qa_pair_ids`` a list of one id per question.
+    Raises :class:`~tepa_envs.error.DataFormatError` naming the record (``where``,
+    e.g. ``file.json[0]``, and its ``metadata.source`` when readable) and the field.
     """
     if not isinstance(record, dict):
         raise DataFormatError(f"{where} must be a dict, got {type(record).__name__}")
+    where = _record_name(record, where)
     missing = [f for f in ("context", "questions", "answers") if f not in record]
     if missing:
         raise DataFormatError(f"{where} lacks field(s) {', '.join(missing)}")
-    if not isinstance(record["context"], str) or not record["context"].strip():
-        raise DataFormatError(f"{where}.context must be a non-empty string")
+    metadata = record.get("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise DataFormatError(f"{where}.metadata must be a dict, got {type(metadata).__name__}")
+    if not _nonblank(record["context"]):
+        got = "a blank one" if isinstance(record["context"], str) else type(record["context"]).__name__
+        raise DataFormatError(f"{where}.context must be a non-empty string, got {got}")
     for field in ("questions", "answers"):
         if not isinstance(record[field], (list, tuple)):
             raise DataFormatError(f"{where}.{field} must be a list, got {type(record[field]).__name__}")
     questions, answers = list(record["questions"]), list(record["answers"])
-    if not all(isinstance(q, str) for q in questions):
-        raise DataFormatError(f"{where}.questions must be a list of strings")
+    if not questions:
+        raise DataFormatError(f"{where}.questions is empty: a record needs at least one question")
+    for i, question in enumerate(questions):
+        if not _nonblank(question):
+            raise DataFormatError(f"{where}.questions[{i}] must be a non-empty string, got {question!r:.60}")
     if len(questions) != len(answers):
         raise DataFormatError(f"{where} has {len(questions)} questions but {len(answers)} answers")
     aliases: list[list[str]] = []
     for i, answer in enumerate(answers):
         listed = [answer] if isinstance(answer, str) else list(answer) if isinstance(answer, (list, tuple)) else []
-        if not listed or not all(isinstance(a, str) for a in listed):
-            raise DataFormatError(f"{where}.answers[{i}] must be a string or a non-empty list of strings")
+        if not listed or not all(_nonblank(a) for a in listed):
+            raise DataFormatError(f"{where}.answers[{i}] must be a string or a non-empty list of strings "
+                                  f"(the gold aliases, none blank), got {answer!r:.60}")
         aliases.append(listed)
-    metadata = record.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise DataFormatError(f"{where}.metadata must be a dict")
     metadata = dict(metadata)
+    if metadata.get("source") is not None and not isinstance(metadata["source"], str):
+        raise DataFormatError(f"{where}.metadata.source must be a string, got {type(metadata['source']).__name__}")
     if "qa_pair_ids" in metadata:
         if not isinstance(metadata["qa_pair_ids"], (list, tuple)):
             raise DataFormatError(f"{where}.metadata.qa_pair_ids must be a list")
+        for i, x in enumerate(metadata["qa_pair_ids"]):
+            if isinstance(x, bool) or not isinstance(x, (str, int)):
+                raise DataFormatError(f"{where}.metadata.qa_pair_ids[{i}] must be a string (or an int), "
+                                      f"got {type(x).__name__}")
         metadata["qa_pair_ids"] = [str(x) for x in metadata["qa_pair_ids"]]
         if len(metadata["qa_pair_ids"]) != len(questions):
             raise DataFormatError(f"{where}.metadata.qa_pair_ids has {len(metadata['qa_pair_ids'])} ids "
@@ -109,6 +140,9 @@ def _parse_json(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFormatError(f"{where} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise DataFormatError(f"{where} is nested too deeply to be a FactConsolidation record "
+                              "(JSON arrays/objects nested beyond Python's recursion limit)") from None
 
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:

@@ -22,13 +22,18 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils import conversions, wrappers
 
-from tepa_envs.core import PHASE_NAMES, Evidence, check_positive_int, check_probability, check_trial_kind
-from tepa_envs.core.checks import check_int
+from tepa_envs.core import PHASE_NAMES, Evidence, check_probability, check_trial_kind
+from tepa_envs.core.checks import check_int, check_phase_lengths
 from tepa_envs.core.contracts import ValueActions
 from tepa_envs.core.schedule import PhaseSchedule, draw_phase_values
 from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
+from tepa_envs.core.stream import check_render_mode, warn_render_unsupported
 from tepa_envs.error import ResetNeeded
-from tepa_envs.regime_drift.env import key_names, task_context
+from tepa_envs.regime_drift.env import MAX_KEYS, MAX_TOOLS, key_names, task_context
+
+MAX_WORLD_CELLS = 2 * 10**7
+"""Largest ``sum(phase_lengths) * n_agents``: the per-agent task draws made at each
+reset (two int64 arrays of that size, 320 MB at the bound)."""
 
 
 class SharedDriftParallelEnv(ValueActions, ParallelEnv):
@@ -91,20 +96,36 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
     ``oracle`` (``phase``, ``phase_name``, ``phase_changed``, ``correct``; for
     evaluation and the oracle-reset bound only; absent after the last step).
 
+    ## State
+
+    :meth:`state` is the global state for centralised training (``state_space``:
+    ``Box(0, 1, (n_agents * (n_keys + n_tools + 2) + 5,), float32)``, entries named
+    by :meth:`state_fields`): every agent's observation in agent order (its key,
+    previous tool and previous success), then ``t / sum(phase_lengths)`` and the
+    one-hot of the hidden phase (all 0 after the last step). The phase is
+    privileged information, for a critic, never for the agents' policies.
+
     ## Arguments
 
-    * ``n_agents``: number of agents (default 3).
-    * ``keys_per_agent``: keys in each agent's set (default 2).
+    * ``n_agents``: number of agents (default 3, at most ``MAX_KEYS`` = 216).
+    * ``keys_per_agent``: keys in each agent's set (default 2, at most 216).
     * ``shared_keys``: keys each agent shares with the next one (default 1, less than ``keys_per_agent``).
-    * ``n_tools``: tools per task (default 3, at least 3).
-    * ``phase_lengths``: steps in each phase (default ``(40, 40, 40, 40)``).
+      The world has ``n_agents * (keys_per_agent - shared_keys)`` keys, at most
+      ``MAX_KEYS`` = 216, the keys RegimeDrift's ``task_type/domain/input_type``
+      schema can name.
+    * ``n_tools``: tools per task (default 3, at least 3, at most ``MAX_TOOLS`` = 64).
+    * ``phase_lengths``: steps in each phase (default ``(40, 40, 40, 40)``): a tuple or
+      list of four ints, each from 1 to ``MAX_PHASE_LENGTH`` (10**6), with
+      ``sum(phase_lengths) * n_agents`` at most ``MAX_WORLD_CELLS`` (2 * 10**7).
     * ``light_drift_fraction``, ``partial_return_fraction``: as in RegimeDrift (default 0.5 each).
     * ``unreliable_agent``: index of the agent that reports false evidence, or ``None`` (default).
     * ``poison_rate``: probability per step that the unreliable agent's evidence is false (default 0.3).
-    * ``render_mode``: ``None`` or ``"ansi"``.
+    * ``render_mode``: ``None``, ``"ansi"`` (:meth:`render` returns the last step's lines) or
+      ``"human"`` (:meth:`render` prints them and returns ``None``); any other mode is
+      accepted, and :meth:`render` then warns and returns ``None``, as in Gymnasium.
     """
 
-    metadata = {"name": "shared_drift_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata = {"name": "shared_drift_v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
     offers_trials = True
 
     def __init__(self, n_agents: int = 3, keys_per_agent: int = 2, shared_keys: int = 1, n_tools: int = 3,
@@ -112,20 +133,25 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
                  light_drift_fraction: float = 0.5, partial_return_fraction: float = 0.5,
                  unreliable_agent: int | None = None, poison_rate: float = 0.3,
                  render_mode: str | None = None) -> None:
-        self.n_agents = check_positive_int("n_agents", n_agents)
-        self.keys_per_agent = check_positive_int("keys_per_agent", keys_per_agent)
+        n_agents = self.n_agents = check_int("n_agents", n_agents, low=1, high=MAX_KEYS)
+        keys_per_agent = self.keys_per_agent = check_int("keys_per_agent", keys_per_agent, low=1, high=MAX_KEYS)
         shared_keys = check_int("shared_keys", shared_keys, low=0, high=keys_per_agent - 1)
-        self.n_tools = check_int("n_tools", n_tools, low=3)
-        self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
+        if n_agents * (keys_per_agent - shared_keys) > MAX_KEYS:
+            raise ValueError(f"n_agents * (keys_per_agent - shared_keys) must be <= {MAX_KEYS} (the keys the "
+                             f"schema can name), got {n_agents} * ({keys_per_agent} - {shared_keys})")
+        n_tools = self.n_tools = check_int("n_tools", n_tools, low=3, high=MAX_TOOLS)
+        phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
+        if sum(phase_lengths) * n_agents > MAX_WORLD_CELLS:
+            raise ValueError(f"sum(phase_lengths) * n_agents must be <= {MAX_WORLD_CELLS:,} (the tasks drawn at "
+                             f"each reset), got {sum(phase_lengths)} * {n_agents}")
+        self.schedule = PhaseSchedule(phase_lengths)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
         if unreliable_agent is not None:
             unreliable_agent = check_int("unreliable_agent", unreliable_agent, low=0, high=n_agents - 1)
         self.poison_rate = check_probability("poison_rate", poison_rate)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self.unreliable_agent = unreliable_agent
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode)
 
         stride = keys_per_agent - shared_keys
         self.n_keys = n_agents * stride
@@ -203,6 +229,9 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
 
     # -------------------------------------------------------------- pettingzoo
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode. ``options`` is accepted and ignored (unlike the Gymnasium
+        environments, which refuse unknown options): PettingZoo's API tests call
+        ``reset(seed=0, options={"options": 1})`` and expect it to work."""
         if seed is not None or self._np_random is None:
             self._np_random = np.random.default_rng(seed)
         self._build(self._np_random)
@@ -257,9 +286,38 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
         return observations, rewards, terminations, truncations, infos
 
     def render(self) -> str | None:
+        """The last step, one line per agent: returned with ``render_mode="ansi"``, printed
+        with ``"human"`` (which returns ``None``); any other mode warns and returns ``None``."""
+        text = "\n".join(self._last_lines) + "\n"
         if self.render_mode == "ansi":
-            return "\n".join(self._last_lines) + "\n"
+            return text
+        if self.render_mode == "human":
+            print(text, end="")
+            return None
+        warn_render_unsupported(self)
         return None
+
+    # ------------------------------------------------------------------ state
+    @functools.cached_property
+    def state_space(self) -> gym.spaces.Box:
+        """The space of :meth:`state`."""
+        return gym.spaces.Box(0.0, 1.0, shape=(len(self.state_fields()),), dtype=np.float32)
+
+    def state_fields(self) -> tuple[str, ...]:
+        """Names of the entries of :meth:`state`, in order."""
+        per_agent = tuple(f"{agent}.{field}" for agent in self.possible_agents for field in self.observation_fields())
+        return per_agent + ("progress",) + tuple(f"phase[{name}]" for name in PHASE_NAMES)
+
+    def state(self) -> np.ndarray:
+        """The global state (see the class docstring): every agent's observation, the
+        progress ``t / sum(phase_lengths)`` and the hidden phase's one-hot."""
+        if not self._started:
+            raise ResetNeeded("call reset() before state()")
+        phase = np.zeros(len(PHASE_NAMES), dtype=np.float32)
+        if self._t < self.schedule.total:
+            phase[self.schedule.phase_of(self._t)] = 1.0
+        progress = np.array([self._t / self.schedule.total], dtype=np.float32)
+        return np.concatenate([self._observe(agent) for agent in self.possible_agents] + [progress, phase])
 
     def close(self) -> None:
         pass

@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_probability, check_str
+from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.preferences.users import (
     MAX_VALUES,
     PROFILE_CONTEXTS,
@@ -130,7 +131,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
 
     ## Arguments
 
-    * ``phase_lengths``: sessions in each of the four phases (default ``(40, 40, 40, 40)``).
+    * ``phase_lengths``: sessions in each of the four phases (default ``(40, 40, 40, 40)``):
+      a tuple or list of four ints, each from 1 to ``MAX_PHASE_LENGTH`` (10**6).
     * ``n_slots``: preference slots, 4 to 6 (default 4).
     * ``n_contexts``: profile contexts, 1 to 3 (default 3: ``work``, ``home``, ``travel``).
     * ``n_values``: values per slot, 3 to 6 (default 5).
@@ -160,6 +162,7 @@ class PreferenceStreamEnv(TaskStreamEnv):
                  main_profile_share: float = 0.8, light_drift_fraction: float = 0.25,
                  partial_return_fraction: float = 0.5, render_mode: str | None = None,
                  trial_cost: str = "free") -> None:
+        phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.n_slots = check_int("n_slots", n_slots, low=4, high=len(SLOTS))
         self.n_contexts = check_int("n_contexts", n_contexts, low=1, high=len(PROFILE_CONTEXTS))
         self.n_values = check_int("n_values", n_values, low=3, high=MAX_VALUES)

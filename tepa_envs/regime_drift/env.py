@@ -8,17 +8,24 @@ import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_int, check_probability
+from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.core.schedule import draw_phase_values
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 
 TASK_TYPES = ("summarize", "classify", "extract", "translate", "aggregate", "validate")
 DOMAINS = ("finance", "health", "legal", "retail", "travel", "energy")
 INPUT_TYPES = ("csv", "json", "pdf", "html", "text", "xml")
+MAX_KEYS = len(TASK_TYPES) * len(DOMAINS) * len(INPUT_TYPES)
+"""Distinct keys the ``task_type/domain/input_type`` schema can name (6 * 6 * 6 = 216)."""
+MAX_TOOLS = 64
+"""Largest ``n_tools``: every task's text lists the tools, so 64 keeps a context
+under about 700 characters (and the action space small enough to explore)."""
 
 
 def key_names(n_keys: int) -> tuple[str, ...]:
-    """Deterministic conflict keys ``task_type/domain/input_type`` for ``n_keys`` keys."""
-    check_int("n_keys", n_keys, low=1, high=len(TASK_TYPES) * len(DOMAINS) * len(INPUT_TYPES))
+    """Deterministic conflict keys ``task_type/domain/input_type`` for ``n_keys`` keys
+    (at most :data:`MAX_KEYS`: the schema has no more distinct keys)."""
+    check_int("n_keys", n_keys, low=1, high=MAX_KEYS)
     names = []
     for i in range(n_keys):
         names.append(f"{TASK_TYPES[i % len(TASK_TYPES)]}/{DOMAINS[(i // len(TASK_TYPES)) % len(DOMAINS)]}/"
@@ -110,12 +117,15 @@ class RegimeDriftEnv(TaskStreamEnv):
 
     ## Arguments
 
-    * ``phase_lengths``: tasks in each of the four phases (default ``(40, 40, 40, 40)``).
+    * ``phase_lengths``: tasks in each of the four phases (default ``(40, 40, 40, 40)``):
+      a tuple or list of four ints, each from 1 to ``MAX_PHASE_LENGTH`` (10**6).
     * ``n_tools``: number of tools (default 3, at least 3 so that reversal can
-      avoid both earlier tools).
+      avoid both earlier tools, at most ``MAX_TOOLS`` = 64: every task's text
+      lists the tools).
     * ``n_keys``: number of distinct conflict keys (default 1: one tool regime,
       as in the paper's controlled drift; each extra key must be relearned
-      separately after every change).
+      separately after every change), at most ``MAX_KEYS`` = 216, the keys the
+      ``task_type/domain/input_type`` schema can name (6 * 6 * 6).
     * ``light_drift_fraction``: fraction of keys that change in light drift (default 0.5).
     * ``partial_return_fraction``: fraction of keys that return (default 0.5).
     * ``key_noise``: probability that a step's evidence carries a wrong key (default 0.0).
@@ -137,13 +147,14 @@ class RegimeDriftEnv(TaskStreamEnv):
                  n_tools: int = 3, n_keys: int = 1, light_drift_fraction: float = 0.5,
                  partial_return_fraction: float = 0.5, key_noise: float = 0.0,
                  render_mode: str | None = None, trial_cost: str = "free") -> None:
-        self.n_tools = check_int("n_tools", n_tools, low=3)
+        phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
+        self.n_tools = check_int("n_tools", n_tools, low=3, high=MAX_TOOLS)
         self.keys = key_names(n_keys)
         self.n_keys = len(self.keys)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
         self.key_noise = check_probability("key_noise", key_noise)
-        super().__init__(phase_lengths, tuple(f"tool_{i}" for i in range(n_tools)), render_mode,
+        super().__init__(phase_lengths, tuple(f"tool_{i}" for i in range(self.n_tools)), render_mode,
                          trial_cost=trial_cost)
         self.observation_space = gym.spaces.MultiDiscrete([self.n_keys, self.n_tools + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}

@@ -28,31 +28,46 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from tepa_envs.core import PHASE_NAMES, check_positive_int
+from tepa_envs.core import PHASE_NAMES, check_int
 from tepa_envs.core.step_info import batched_step_info
 from tepa_envs.error import ResetNeeded
 from tepa_envs.regime_drift.env import RegimeDriftEnv, build_world
+
+MAX_NUM_ENVS = 1 << 16
+"""Largest ``num_envs`` (65,536): far beyond what one process steps usefully."""
+MAX_BATCH_CELLS = 2 * 10**7
+"""Largest number of int64 cells the world arrays may hold, ``num_envs * (sum(phase_lengths)
++ 1 + 4 * n_keys)`` (160 MB): checked in the constructor, before anything is allocated."""
 
 
 class RegimeDriftVectorEnv(VectorEnv):
     """``num_envs`` RegimeDrift episodes stepped together.
 
-    Args:
-        num_envs: number of sub-environments (at least 1).
-        **kwargs: the arguments of :class:`~tepa_envs.regime_drift.env.RegimeDriftEnv`
-            (``phase_lengths``, ``n_tools``, ``n_keys``, ``light_drift_fraction``,
-            ``partial_return_fraction``, ``key_noise``), validated by it.
+    ## Arguments
+
+    * ``num_envs``: number of sub-environments, from 1 to ``MAX_NUM_ENVS`` (65,536),
+      and small enough that ``num_envs * (sum(phase_lengths) + 1 + 4 * n_keys)``,
+      the int64 cells of the batched world, is at most ``MAX_BATCH_CELLS``
+      (2 * 10**7, 160 MB; at the defaults any ``num_envs`` up to 65,536 fits).
+    * ``**kwargs``: the arguments of :class:`~tepa_envs.regime_drift.env.RegimeDriftEnv`
+      (``phase_lengths``, ``n_tools``, ``n_keys``, ``light_drift_fraction``,
+      ``partial_return_fraction``, ``key_noise``), validated by it with its bounds.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        num_envs = check_positive_int("num_envs", num_envs)
+        num_envs = check_int("num_envs", num_envs, low=1, high=MAX_NUM_ENVS)
         if kwargs.get("render_mode") is not None:
             raise ValueError("RegimeDriftVectorEnv does not render; use render_mode=None")
         kwargs.pop("render_mode", None)
         self._template = RegimeDriftEnv(**kwargs)
         template = self._template
+        cells = num_envs * (template.schedule.total + 1 + len(PHASE_NAMES) * template.n_keys)
+        if cells > MAX_BATCH_CELLS:
+            raise ValueError(f"num_envs={num_envs} with sum(phase_lengths)={template.schedule.total} and "
+                             f"n_keys={template.n_keys} needs {cells:,} world cells, over MAX_BATCH_CELLS="
+                             f"{MAX_BATCH_CELLS:,}; use fewer sub-environments or shorter phases")
         self.num_envs = num_envs
         self.render_mode = None
         self.single_observation_space = template.observation_space

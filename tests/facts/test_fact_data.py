@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -208,6 +209,77 @@ def test_loader_refuses_bad_files(tmp_path, records_6k):
     (tmp_path / "nocontext.jsonl").write_text(json.dumps({"questions": [], "answers": []}) + "\n")
     with pytest.raises(DataFormatError, match="lacks field"):
         load_records(tmp_path / "nocontext.jsonl")
+
+
+def _row(**fields):
+    row = {"context": "Here is a list of facts:\n0. Doka Letubu is married to Nuki Boputi.",
+           "questions": ["Who is Doka Letubu married to?"], "answers": [["Nuki Boputi"]],
+           "metadata": {"source": "factconsolidation_sh_6k"}}
+    row.update(fields)
+    return row
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"questions": "ab", "answers": ["a", "b"]}, r"\.questions must be a list, got str"),
+    ({"questions": {"q": 1}, "answers": [["a"]]}, r"\.questions must be a list, got dict"),
+    ({"questions": [], "answers": []}, r"\.questions is empty"),
+    ({"questions": [""], "answers": [["a"]]}, r"\.questions\[0\] must be a non-empty string"),
+    ({"questions": ["q", 3], "answers": [["a"], ["b"]]}, r"\.questions\[1\] must be a non-empty string"),
+    ({"answers": "Nuki Boputi"}, r"\.answers must be a list, got str"),
+    ({"answers": [["a"], ["b"]]}, r"1 questions but 2 answers"),
+    ({"answers": [[]]}, r"\.answers\[0\] must be a string or a non-empty list of strings"),
+    ({"answers": [[""]]}, r"\.answers\[0\] must be a string or a non-empty list of strings"),
+    ({"answers": [{"a": 1}]}, r"\.answers\[0\] must be a string or a non-empty list of strings"),
+    ({"context": "   "}, r"\.context must be a non-empty string"),
+    ({"context": ["0. A fact."]}, r"\.context must be a non-empty string, got list"),
+    ({"metadata": []}, r"\.metadata must be a dict, got list"),
+    ({"metadata": "factconsolidation_sh_6k"}, r"\.metadata must be a dict, got str"),
+    ({"metadata": {"source": 6}}, r"\.metadata\.source must be a string"),
+    ({"metadata": {"qa_pair_ids": [{"id": 1}]}}, r"\.metadata\.qa_pair_ids\[0\] must be a string"),
+])
+def test_loader_validates_the_schema_naming_record_and_field(tmp_path, fields, match):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(_row()) + "\n" + json.dumps(_row(**fields)) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"rows\.jsonl\[1\]" + ".*" + match):
+        load_records(path)
+
+
+def test_error_names_the_records_source(tmp_path):
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([_row(), _row(questions=[], answers=[])]), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"rows\.json\[1\] \(metadata\.source 'factconsolidation_sh_6k'\)"):
+        load_records(path)
+
+
+@pytest.mark.parametrize("suffix, text", [
+    (".json", "[" * 100_000 + "]" * 100_000),
+    (".json", '{"context": ' * 100_000 + '"x"' + "}" * 100_000),
+    (".jsonl", json.dumps(_row()) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n"),
+], ids=["array", "object", "jsonl-line"])
+def test_deeply_nested_json_is_a_data_format_error(tmp_path, suffix, text):
+    path = tmp_path / f"deep{suffix}"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataFormatError, match="nested too deeply"):
+        load_records(path)
+
+
+REAL_ROWS = Path("/work/shared/data/memoryagentbench")
+
+
+@pytest.mark.skipif(not REAL_ROWS.is_dir(), reason="the MemoryAgentBench rows are not on this machine")
+@pytest.mark.parametrize("split", ["sh", "mh"])
+def test_real_memoryagentbench_rows_keep_loading(split):
+    import gymnasium as gym
+
+    import tepa_envs  # noqa: F401
+
+    path = REAL_ROWS / f"factconsolidation_{split}_6k.json"
+    (record,) = load_records(path)
+    assert record["metadata"]["source"] == f"factconsolidation_{split}_6k" and len(record["questions"]) == 100
+    env = gym.make("TEPA/FactConsolidation-v0", split=split, data_path=str(path))
+    env.reset(seed=0)
+    assert len(env.unwrapped.data.questions) == 100
+    env.close()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is not None, reason="pandas is installed")

@@ -220,8 +220,8 @@ def test_bad_arguments_and_actions_are_refused():
         shared_drift_v0.parallel_env(poison_rate=1.5)
     with pytest.raises(ValueError, match="n_tools"):
         shared_drift_v0.parallel_env(n_tools=2)
-    with pytest.raises(ValueError, match="render_mode"):
-        shared_drift_v0.parallel_env(render_mode="human")
+    with pytest.raises(TypeError, match="render_mode"):  # any str is accepted (tests/test_ecosystem.py)
+        shared_drift_v0.parallel_env(render_mode=1)
     env = shared_drift_v0.parallel_env(**SHORT)
     with pytest.raises(ResetNeeded, match="reset"):
         env.step({})
@@ -236,6 +236,30 @@ def test_bad_arguments_and_actions_are_refused():
         env.step({agent: 0 for agent in env.agents})
     with pytest.raises(ResetNeeded, match="ended"):
         env.step({"agent_0": 0, "agent_1": 0, "agent_2": 0})
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"n_tools": 10**30}, ValueError, r"n_tools must be in \[3, 64\]"),
+    ({"n_tools": 65}, ValueError, r"n_tools must be in \[3, 64\]"),
+    ({"n_agents": 10**30}, ValueError, r"n_agents must be in \[1, 216\]"),
+    ({"n_agents": 217, "keys_per_agent": 1, "shared_keys": 0}, ValueError, r"n_agents must be in \[1, 216\]"),
+    ({"keys_per_agent": 10**30}, ValueError, r"keys_per_agent must be in \[1, 216\]"),
+    ({"n_agents": 100, "keys_per_agent": 3, "shared_keys": 0}, ValueError,
+     r"n_agents \* \(keys_per_agent - shared_keys\) must be <= 216"),
+    ({"phase_lengths": (10**12, 1, 1, 1)}, ValueError, r"phase_lengths\[0\] must be in \[1, 1000000\]"),
+    ({"n_agents": 200, "keys_per_agent": 1, "shared_keys": 0, "phase_lengths": (10**6,) * 4}, ValueError,
+     r"sum\(phase_lengths\) \* n_agents must be <= 20,000,000"),
+    ({"phase_lengths": {0: 6, 1: 6, 2: 6, 3: 6}}, TypeError, "phase_lengths must be a tuple or list"),
+    ({"n_agents": 3.0}, TypeError, "n_agents must be an int"),
+])
+def test_sizes_are_bounded_in_the_constructor(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        shared_drift_v0.parallel_env(**kwargs)
+
+
+def test_the_largest_world_is_accepted():
+    env = shared_drift_v0.parallel_env(n_agents=216, keys_per_agent=1, shared_keys=0, n_tools=64, **SHORT)
+    assert env.n_keys == 216 and len(set(env.keys)) == 216
 
 
 def _aec_rollout(seed: int):

@@ -243,11 +243,23 @@ def test_every_method_runs_and_reports_its_trial_budget():
 @pytest.mark.parametrize("kwargs, error", [
     ({"n_slots": 3}, ValueError), ({"n_contexts": 4}, ValueError), ({"n_values": 2}, ValueError),
     ({"stated_rate": 1.5}, ValueError), ({"noise_rate": "0.1"}, TypeError), ({"noise_gap": 0}, ValueError),
-    ({"phase_lengths": (40, 40, 40)}, ValueError), ({"render_mode": "human"}, ValueError),
+    ({"phase_lengths": (40, 40, 40)}, ValueError), ({"render_mode": 1}, TypeError),
 ])
 def test_bad_arguments_are_refused(kwargs, error):
     with pytest.raises(error):
         PreferenceStreamEnv(**kwargs)
+
+
+@pytest.mark.parametrize("phase_lengths, error, match", [
+    ({0: 40, 1: 40, 2: 40, 3: 40}, TypeError, "phase_lengths must be a tuple or list"),
+    ((10**12, 40, 40, 40), ValueError, r"phase_lengths\[0\] must be in \[1, 1000000\]"),
+    ((40, 40, 40, 10**6 + 1), ValueError, r"phase_lengths\[3\] must be in \[1, 1000000\]"),
+])
+def test_phase_lengths_are_checked_before_any_allocation(phase_lengths, error, match):
+    with pytest.raises(error, match=match):
+        PreferenceStreamEnv(phase_lengths=phase_lengths)
+    with pytest.raises(error, match=match):
+        gym.make("TEPA/PreferenceStream-v0", phase_lengths=phase_lengths)
 
 
 def test_bad_calls_are_refused():

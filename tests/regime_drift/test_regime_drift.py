@@ -1,7 +1,9 @@
 """TEPA/RegimeDrift-v0: the evidence contract, seeding, and the drift schedule."""
 
+import contextlib
 import json
 from pathlib import Path
+import signal
 import subprocess
 import sys
 import warnings
@@ -120,12 +122,52 @@ def test_trials_do_not_advance_the_stream():
 
 @pytest.mark.parametrize("kwargs", [
     {"n_tools": 2}, {"n_keys": 0}, {"light_drift_fraction": 1.2}, {"key_noise": -0.1},
-    {"phase_lengths": (40, 40, 40)}, {"phase_lengths": (40, 0, 40, 40)}, {"render_mode": "human"},
+    {"phase_lengths": (40, 40, 40)}, {"phase_lengths": (40, 0, 40, 40)},
 ])
 def test_bad_kwargs_raise_value_error(kwargs):
     with pytest.raises(ValueError), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # gym.make warns about the unknown render mode before we raise
+        warnings.simplefilter("ignore")  # a bad kwarg is refused; any warning before it is beside the point
         gym.make(ENV_ID, **kwargs)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail (``TimeoutError``) instead of hanging when the block runs longer than ``seconds``."""
+    def expire(signum, frame):
+        raise TimeoutError(f"took more than {seconds} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_tools": 10**30}, r"n_tools must be in \[3, 64\]"),
+    ({"n_tools": 65}, r"n_tools must be in \[3, 64\]"),
+    ({"n_keys": 10**30}, r"n_keys must be in \[1, 216\]"),
+    ({"n_keys": 10**7}, r"n_keys must be in \[1, 216\]"),
+    ({"n_keys": 217}, r"n_keys must be in \[1, 216\]"),
+    ({"phase_lengths": (10**12, 1, 1, 1)}, r"phase_lengths\[0\] must be in \[1, 1000000\]"),
+    ({"phase_lengths": (40, 40, 40, 10**6 + 1)}, r"phase_lengths\[3\] must be in \[1, 1000000\]"),
+    ({"phase_lengths": [40] * 10**6}, "got 1000000 items"),
+])
+def test_sizes_are_bounded_in_the_constructor_at_once(kwargs, match):
+    with deadline(1.0), pytest.raises(ValueError, match=match):
+        gym.make(ENV_ID, **kwargs)
+
+
+def test_the_bounds_themselves_are_accepted():
+    env = gym.make(ENV_ID, n_tools=64, n_keys=216, phase_lengths=[1, 1, 1, 1]).unwrapped
+    assert env.n_tools == 64 and len(set(env.keys)) == 216 and env.schedule.total == 4
+
+
+@pytest.mark.parametrize("phase_lengths", [{0: 40, 1: 40, 2: 40, 3: 40}, "abcd", 40, None, range(4)])
+def test_phase_lengths_must_be_a_tuple_or_list(phase_lengths):
+    with pytest.raises(TypeError, match="phase_lengths must be a tuple or list"):
+        gym.make(ENV_ID, phase_lengths=phase_lengths)
 
 
 def test_bad_actions_and_misuse_are_refused():

@@ -110,3 +110,22 @@ def test_bad_input_is_refused():
         envs.step(np.array([0, 5]))
     with pytest.raises(ValueError, match="length must match"):
         envs.reset(seed=[1, 2, 3])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"num_envs": 10**12}, r"num_envs must be in \[1, 65536\]"),
+    ({"num_envs": 65537}, r"num_envs must be in \[1, 65536\]"),
+    ({"num_envs": 10**4, "phase_lengths": (10**4,) * 4}, "MAX_BATCH_CELLS"),
+    ({"num_envs": 2**16, "n_keys": 216}, "MAX_BATCH_CELLS"),
+    ({"num_envs": 2, "phase_lengths": (10**12, 1, 1, 1)}, r"phase_lengths\[0\]"),
+])
+def test_sizes_are_refused_before_any_allocation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gym.make_vec("TEPA/RegimeDrift-v0", **kwargs)
+    with pytest.raises(TypeError, match="num_envs must be an int"):
+        RegimeDriftVectorEnv(num_envs=2.0)
+
+
+def test_the_largest_batch_at_the_defaults_is_accepted():
+    envs = RegimeDriftVectorEnv(num_envs=2**16)  # constructed only: resetting 65,536 worlds takes seconds
+    assert envs.observation_space.shape == (2**16, 3)
