@@ -153,7 +153,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
       ``info`` carries ``forfeited`` (``True`` on a forfeited task; the key is
       absent in ``"free"`` mode). Stream length, seeds and the hidden world do
       not depend on it; ``env.unwrapped.tasks_forfeited`` counts the forfeits.
-    * ``render_mode``: ``None`` or ``"ansi"``.
+    * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
+      Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
     """
 
     def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
