@@ -4,6 +4,7 @@
                          [--alpha A]
     tepa-bench run ENV_ID --methods tepa,lww,my.pkg:MyMemory [--seeds N] [--workers K] [--out DIR] [--alpha A]
     tepa-bench list
+    tepa-bench --version
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ import json
 import os
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import gymnasium as gym
 
-from tepa_envs.agents.evaluation.harness import check_env_id, evaluate, summarize, validate_methods
+from tepa_envs.agents.evaluation.files import (
+    ManifestError,
+    OutputDirError,
+    begin_run,
+    prepare_output_dir,
+    write_manifest,
+)
+from tepa_envs.agents.evaluation.harness import JobError, check_env_id, evaluate, summarize, validate_methods
 from tepa_envs.agents.evaluation.settings import (
     REPRODUCIBLE,
     SETTINGS,
@@ -31,13 +40,25 @@ from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.agents.evaluation.facts import format_facts_table
 from tepa_envs.agents.evaluation.protocol import QUICK, Protocol
 from tepa_envs.agents.evaluation.readme import update_readme
-from tepa_envs.agents.evaluation.report import format_table, plot_success, write_csv, write_json
+from tepa_envs.agents.evaluation.report import format_table, write_results
 from tepa_envs.agents.evaluation.reproduce import reproduce_all, reproduce_setting
 from tepa_envs.agents.evaluation.results import Summary
 
 
+MAX_SEEDS = 1_000_000
+"""Largest ``--seeds``: a million seeds is far beyond any precision the protocol needs."""
+
+
 class UsageError(Exception):
     """A bad command line: reported in one line with exit status 2."""
+
+
+def _output_dir(path: str | Path) -> Path:
+    """``--out``, created and checked to be a writable directory before any work."""
+    try:
+        return prepare_output_dir(path)
+    except OutputDirError as exc:
+        raise UsageError(f"--out: {exc}") from None
 
 
 class ProgressBar:
@@ -104,11 +125,12 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
     for method, kwargs in front_end_differences(env_id, methods).items():
         print(f"front-end difference: {method} built with {kwargs} on {env_id}")
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(results, out / "results.json")
-        write_csv(results, out / "results.csv", setting)
-        plot_success(results, out / "success.png")
-        _log(args, f"wrote {out / 'results.json'}, results.csv, success.png")
+        _output_dir(out)
+        begin_run(out)  # no manifest while the directory mixes this run's files with an older run's
+        written = write_results(results, out, setting)
+        write_manifest(out, written, seeds=results.seeds, methods=results.methods, env_id=env_id,
+                       env_kwargs=env_kwargs, reader_kwargs=reader_kwargs, alpha=args.alpha)
+        _log(args, f"wrote {out / 'results.json'}, results.csv, success.png, manifest.json")
     return results
 
 
@@ -117,7 +139,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     protocol = QUICK if args.quick else Protocol()
     if args.seeds is not None:
         protocol = replace(protocol, seeds=args.seeds, max_seeds=max(args.seeds, protocol.max_seeds))
-    out = Path(args.out)
+    out = _output_dir(args.out)
+    for name in names:
+        _output_dir(out / name)
     started = time.perf_counter()
     for name in names:
         if name == "facts":
@@ -140,7 +164,10 @@ def cmd_readme(args: argparse.Namespace) -> int:
         raise UsageError(f"{results_dir} is not a directory written by `tepa-bench reproduce`")
     if not readme.is_file():
         raise UsageError(f"{readme} is not a file")
-    replaced = update_readme(readme, results_dir)
+    try:
+        replaced = update_readme(readme, results_dir)
+    except ManifestError as exc:
+        raise UsageError(f"{results_dir} is not a complete run: {exc}") from None
     print(f"updated {len(replaced)} tables in {readme}: {', '.join(replaced) or 'none'}")
     return 0
 
@@ -161,7 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         validate_methods(args.env_id, env_kwargs, methods, args.reader_kwargs_parsed)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
-    out = Path(args.out) if args.out else None
+    out = _output_dir(args.out) if args.out else None
     _evaluate_and_write(args, args.env_id, methods, env_kwargs, out, None, "run")
     return 0
 
@@ -182,18 +209,35 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def installed_version() -> str:
+    """The installed distribution's version (``importlib.metadata``); the package's
+    ``__version__`` when it is imported from a checkout that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tepa-envs")
+    except PackageNotFoundError:
+        import tepa_envs
+
+        return tepa_envs.__version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tepa-bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tepa-bench {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser, default_seeds: int | None) -> None:
         p.add_argument("--seeds", type=int, default=default_seeds,
-                       help="number of seeds (0..N-1)" if default_seeds is not None else
-                       "seeds before the precision rule extends them (default: the protocol's 1,000)")
+                       help=(f"number of seeds (0..N-1), at most {MAX_SEEDS:,}" if default_seeds is not None else
+                             "seeds before the precision rule extends them (default: the protocol's 1,000; "
+                             f"at most {MAX_SEEDS:,})"))
         p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                        help="worker processes; results do not depend on it")
-        p.add_argument("--out", help="directory for results.json, results.csv and success.png")
+        p.add_argument("--out", help="directory for results.json, results.csv, success.png and manifest.json "
+                                    "(written last: sha256 of every file; created if missing, checked before "
+                                    "any work)")
         p.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
         p.add_argument("--alpha", type=float, default=0.05,
                        help="significance level: a comparison is significant when its Holm–Bonferroni "
@@ -225,15 +269,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = sub.add_parser("list", help="list environments, methods and settings")
     listing.set_defaults(func=cmd_list, quiet=False)
+
+    clean = sub.add_parser("clean", help="remove FileOps sandboxes left behind by processes that are gone")
+    clean.add_argument("--dir", action="append",
+                       help="directory to scan (repeatable; default: /dev/shm when usable and the temp dir)")
+    clean.set_defaults(func=cmd_clean, quiet=False)
     return parser
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    """``tepa-bench clean [--dir DIR]``: remove the sandboxes of dead processes (a
+    process killed with SIGKILL, say); prints each one removed, and what it could not
+    remove (exit status 1 then)."""
+    from tepa_envs.file_ops.sandbox import default_sandbox_dirs, reclaim_orphans
+
+    dirs = args.dir or default_sandbox_dirs()
+    missing = [d for d in dirs if not os.path.isdir(d)]
+    if missing:
+        raise UsageError(f"--dir {missing[0]!r} is not a directory")
+    removed = incomplete = 0
+    for directory in dirs:
+        for orphan in reclaim_orphans(directory):
+            if orphan.removed:
+                removed += 1
+                print(f"removed {orphan.path} (owner pid {orphan.pid} is gone)")
+            else:
+                incomplete += 1
+                left = "; ".join(f"{rel}: {reason}" for rel, reason in orphan.left[:10])
+                print(f"could not fully remove {orphan.path} (owner pid {orphan.pid} is gone): {left}")
+    print(f"scanned {', '.join(dirs)}: {removed} removed, {incomplete} not fully removed")
+    return 1 if incomplete else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if getattr(args, "seeds", None) is not None and args.seeds < 1:
-            raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+        if getattr(args, "seeds", None) is not None and not 1 <= args.seeds <= MAX_SEEDS:
+            raise UsageError(f"--seeds must be between 1 and {MAX_SEEDS:,}, got {args.seeds}")
         if getattr(args, "workers", 1) < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")
         if not 0.0 < getattr(args, "alpha", 0.05) < 1.0:
@@ -246,6 +319,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"tepa-bench: error: {exc}", file=sys.stderr)
         return 2
+    except JobError as exc:  # a method (or environment) raised inside a job: one line, not a pool traceback
+        print(f"tepa-bench: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenProcessPool as exc:
+        print(f"tepa-bench: error: a worker process died ({exc})", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

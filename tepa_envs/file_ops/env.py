@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_probability
+from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.core.schedule import draw_phase_values
 from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
                            format_of, make_table, record_values, write_table)
-from tepa_envs.file_ops.sandbox import Sandbox
+from tepa_envs.file_ops.sandbox import Sandbox, SandboxError
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 
 EXTENSIONS = {"csv": "csv", "json": "json"}
+MAX_RECORDS = 1000
+"""Largest ``max_records`` (records per table): a table of 1,000 records exports
+to well under the default per-file quota of 256 KiB."""
+MAX_EPISODE_RECORDS = 10**6
+"""Largest ``sum(phase_lengths) * max_records``: the records drawn at ``reset``
+(five values each; about 300 MB and 2.5 s at the bound)."""
 
 
 def default_sandbox_parent() -> str | None:
@@ -25,6 +34,31 @@ def default_sandbox_parent() -> str | None:
     if "TMPDIR" not in os.environ and os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
         return shm
     return None
+
+
+def required_files(n_domains: int) -> int:
+    """Entries the sandbox must allow for the environment's own layout: the ``outbox``
+    and ``trials`` directories and, in each, one CSV and one JSON file per domain."""
+    return 2 + 2 * len(EXTENSIONS) * n_domains
+
+
+def check_sandbox_dir(sandbox_dir: object) -> str:
+    """Validate a ``sandbox_dir``: an existing directory this process can create a
+    sandbox in (checked by creating and removing a probe directory)."""
+    if isinstance(sandbox_dir, os.PathLike):
+        sandbox_dir = os.fspath(sandbox_dir)
+    if not isinstance(sandbox_dir, str):
+        raise TypeError(f"sandbox_dir must be a str or a path, got {type(sandbox_dir).__name__}")
+    if not os.path.isdir(sandbox_dir):
+        raise ValueError(f"sandbox_dir must be an existing directory, got {sandbox_dir!r}")
+    if not os.access(sandbox_dir, os.W_OK | os.X_OK):
+        raise ValueError(f"sandbox_dir must be writable, got {sandbox_dir!r}")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix="tepa-probe-", dir=sandbox_dir))
+    except OSError as exc:
+        raise ValueError(f"sandbox_dir {sandbox_dir!r} cannot hold a sandbox: "
+                         f"{exc.strerror or exc} ({type(exc).__name__})") from None
+    return sandbox_dir
 
 
 def export_keys(n_domains: int) -> tuple[str, ...]:
@@ -99,25 +133,38 @@ class FileOpsEnv(TaskStreamEnv):
 
     ``env.unwrapped.sandbox`` is created at ``reset`` (a fresh private
     temporary directory each episode) and removed at ``close``, at garbage
-    collection, at interpreter exit, and when a step raises. Each export is
-    written to ``outbox/<domain>.<csv|json>``, replacing the previous one;
-    trials write to ``trials/``.
+    collection, at interpreter exit, on SIGTERM, and when a step raises; the
+    sandbox of a process killed outright is removed by the next sandbox created
+    in the same directory, or by ``tepa-bench clean`` (see
+    :mod:`tepa_envs.file_ops.sandbox`). Each export is written to
+    ``outbox/<domain>.<csv|json>``, replacing the previous one; trials write to
+    ``trials/``.
 
     ## Arguments
 
-    * ``phase_lengths``: tasks in each of the four phases (default ``(40, 40, 40, 40)``).
-    * ``n_domains``: domains, each with a CSV and a JSON key (default 1; each
-      extra domain adds one more CSV key to relearn after every change).
+    * ``phase_lengths``: tasks in each of the four phases (default ``(40, 40, 40, 40)``):
+      a tuple or list of four ints, each from 1 to ``MAX_PHASE_LENGTH`` (10**6).
+    * ``n_domains``: domains, each with a CSV and a JSON key (default 1, at most 6,
+      the domains with a schema; each extra domain adds one more CSV key to
+      relearn after every change).
     * ``csv_fraction``: probability that a task asks for CSV (default 0.85).
     * ``light_drift_fraction``: fraction of CSV keys that change in light drift (default 0.5).
     * ``partial_return_fraction``: fraction of CSV keys that return (default 0.5).
-    * ``min_records``, ``max_records``: records per table (default 3 and 6).
+    * ``min_records``, ``max_records``: records per table (default 3 and 6;
+      each at most ``MAX_RECORDS`` = 1,000, and
+      ``sum(phase_lengths) * max_records``, the records drawn at each reset, at
+      most ``MAX_EPISODE_RECORDS`` = 10**6).
     * ``max_file_bytes``, ``max_total_bytes``, ``max_files``: sandbox quotas
       (default 256 KiB, 4 MiB and 256 entries; an export is under 1 KiB).
+      ``max_files`` must leave room for the environment's own layout,
+      ``2 + 4 * n_domains`` entries (the ``outbox`` and ``trials`` directories
+      and a CSV and a JSON file per domain in each).
     * ``sandbox_dir``: the directory the sandbox's temporary directory is made
       in (default: ``/dev/shm`` when usable and ``TMPDIR`` is unset, else the
       system's temporary directory; on a disk-backed ``/tmp`` a step took
-      about twice as long in ``benchmarks/fileops_throughput.py``).
+      about twice as long in ``benchmarks/fileops_throughput.py``). It must be
+      an existing directory where this process can create one: the constructor
+      creates and removes a probe directory in it.
     * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default;
       trials are answered from the hidden state at no cost) or ``"task"``: each
       trial is paid with one task of the stream, as if the agent had spent that
@@ -144,13 +191,24 @@ class FileOpsEnv(TaskStreamEnv):
                  max_file_bytes: int = 256 << 10, max_total_bytes: int = 4 << 20, max_files: int = 256,
                  sandbox_dir: str | None = None, render_mode: str | None = None,
                  trial_cost: str = "free") -> None:
+        phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.keys = export_keys(n_domains)
         self.n_domains = n_domains
         self.csv_fraction = check_probability("csv_fraction", csv_fraction)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
-        self.min_records = check_positive_int("min_records", min_records)
-        self.max_records = check_int("max_records", max_records, low=self.min_records)
+        self.min_records = check_int("min_records", min_records, low=1, high=MAX_RECORDS)
+        self.max_records = check_int("max_records", max_records, low=self.min_records, high=MAX_RECORDS)
+        if sum(phase_lengths) * self.max_records > MAX_EPISODE_RECORDS:
+            raise ValueError(f"sum(phase_lengths) * max_records must be <= {MAX_EPISODE_RECORDS:,} (the records "
+                             f"drawn at each reset), got {sum(phase_lengths)} * {self.max_records}; "
+                             "use shorter phases or fewer records per table")
+        needed = required_files(len(self.keys) // len(FORMATS))
+        if check_positive_int("max_files", max_files) < needed:
+            raise ValueError(f"max_files must be >= {needed} with n_domains={n_domains} (the outbox and trials "
+                             f"directories and a CSV and a JSON file per domain in each), got {max_files}")
+        if sandbox_dir is not None and sandbox_dir != "":
+            sandbox_dir = check_sandbox_dir(sandbox_dir)
         self.sandbox = Sandbox(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, parent_dir=sandbox_dir or default_sandbox_parent())
         super().__init__(phase_lengths, WRITER_CONFIGS, render_mode, trial_cost=trial_cost)
@@ -241,8 +299,8 @@ class FileOpsEnv(TaskStreamEnv):
         path = f"trials/{DOMAINS[domain]}.{EXTENSIONS[format_of(value)]}"
         try:
             accepted, _ = self._deliver(path, value, table, self.accepted_config(key))
-        except BaseException:
-            self.close()
+        except BaseException as exc:
+            self._discard_sandbox(exc)
             raise
         return accepted
 
@@ -263,17 +321,30 @@ class FileOpsEnv(TaskStreamEnv):
         self._executing = False
         try:
             return super().step(action)
-        except BaseException:
+        except BaseException as exc:
             if self._executing:  # the step had started writing: discard the sandbox
-                self.close()
+                self._discard_sandbox(exc)
             raise
         finally:
             self._executing = False
 
+    def _discard_sandbox(self, exc: BaseException) -> None:
+        """Close after a failed step or trial; ``exc`` stays the error raised, and what
+        the sandbox could not remove is noted on it (Python 3.11+)."""
+        try:
+            self.close()
+        except SandboxError as close_error:
+            if sys.version_info >= (3, 11):
+                exc.add_note(f"closing the sandbox: {close_error}")
+
     def close(self) -> None:
-        self.sandbox.close()
-        self._task = None
-        super().close()
+        """Remove the sandbox (a :class:`SandboxError` names anything it could not
+        remove; the environment is closed all the same)."""
+        try:
+            self.sandbox.close()
+        finally:
+            self._task = None
+            super().close()
 
     def regime_table(self) -> dict[str, list[str]]:
         """The accepted configuration per phase for every key, for evaluation and tests only."""

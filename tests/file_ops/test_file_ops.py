@@ -201,6 +201,60 @@ def test_thousand_reset_close_cycles_leave_no_directory(tmp_path: Path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"max_records": 10**30}, r"max_records must be in \[3, 1000\]"),
+    ({"max_records": 1001}, r"max_records must be in \[3, 1000\]"),
+    ({"phase_lengths": (10**12, 1, 1, 1)}, r"phase_lengths\[0\] must be in \[1, 1000000\]"),
+    ({"phase_lengths": (10**5,) * 4}, r"sum\(phase_lengths\) \* max_records must be <= 1,000,000"),
+    ({"phase_lengths": (250, 250, 250, 251), "max_records": 1000}, r"sum\(phase_lengths\) \* max_records"),
+    ({"max_files": 1}, "max_files must be >= 6 with n_domains=1"),
+    ({"max_files": 5}, "max_files must be >= 6 with n_domains=1"),
+    ({"max_files": 25, "n_domains": 6}, "max_files must be >= 26 with n_domains=6"),
+])
+def test_sizes_and_quotas_are_checked_in_the_constructor(tmp_path: Path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make(tmp_path, **kwargs)
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_smallest_max_files_holds_the_whole_layout(tmp_path: Path):
+    """``max_files = 2 + 4 * n_domains`` is enough for every export and every trial."""
+    env = make(tmp_path, n_domains=2, max_files=10, phase_lengths=SHORT, csv_fraction=0.5)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        for key in env.keys:
+            for config in WRITER_CONFIGS:
+                env.trial("support", key, config)
+        done = env.step(int(rng.integers(len(WRITER_CONFIGS))))[2]
+    assert env.sandbox.files_used == 10
+    env.close()
+
+
+def test_sandbox_dir_is_checked_in_the_constructor(tmp_path: Path):
+    with pytest.raises(ValueError, match="sandbox_dir must be an existing directory"):
+        make(tmp_path / "missing")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="sandbox_dir must be an existing directory"):
+        FileOpsEnv(sandbox_dir=str(tmp_path / "file"))
+    with pytest.raises(TypeError, match="sandbox_dir must be a str or a path"):
+        FileOpsEnv(sandbox_dir=3)
+    if os.path.isdir("/proc"):  # a directory nothing can be created in, even as root
+        with pytest.raises(ValueError, match="sandbox_dir '/proc' cannot hold a sandbox"):
+            FileOpsEnv(sandbox_dir="/proc")
+    env = FileOpsEnv(sandbox_dir=tmp_path, phase_lengths=SHORT)  # a Path works too; the probe leaves nothing
+    assert os.listdir(tmp_path) == ["file"]
+    env.reset(seed=0)
+    assert Path(env.sandbox.root).parent == tmp_path
+    env.close()
+
+
+def test_phase_lengths_must_be_a_tuple_or_list(tmp_path: Path):
+    with pytest.raises(TypeError, match="phase_lengths must be a tuple or list"):
+        make(tmp_path, phase_lengths={0: 6, 1: 6, 2: 6, 3: 6})
+
+
 def test_arguments_are_validated(tmp_path: Path):
     with pytest.raises(ValueError, match="n_domains"):
         make(tmp_path, n_domains=7)
