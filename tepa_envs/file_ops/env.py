@@ -176,7 +176,8 @@ class FileOpsEnv(TaskStreamEnv):
       ``info`` carries ``forfeited`` (``True`` on a forfeited task; the key is
       absent in ``"free"`` mode). Stream length, seeds and the hidden world do
       not depend on it; ``env.unwrapped.tasks_forfeited`` counts the forfeits.
-    * ``render_mode``: ``None`` or ``"ansi"``.
+    * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
+      Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
 
     The defaults follow the paper's executable-drift setting: one domain, so
     one CSV consumer whose accepted dialect drifts (about one key changes per
