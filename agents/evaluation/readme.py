@@ -105,15 +105,36 @@ def findings_table(results_dir: Path, names: tuple[str, ...]) -> str:
             "overall" if name == "preference" else "full_reversal")
         tepa = results["summary"]["tepa"][focus]["mean"]
         above = [c for c in results["comparisons"]
-                 if c["baseline"] == "tepa" and c["phase"] == focus and c["diff"] > 0]
+                 if c["baseline"] == "tepa" and c["phase"] == focus and c["diff"] >= 0.0005]
         for c in sorted(above, key=lambda c: -c["diff"]):
             rows.append([name, SHORT_PHASES[focus], f"{tepa:.3f}", c["method"],
                          f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]", _p(c),
                          "yes" if c["significant"] else "no"])
         if not above:
             rows.append([name, SHORT_PHASES[focus], f"{tepa:.3f}", "(none)", "—", "—", "—"])
-    return _table(["setting", "phase", "TEPA", "method above TEPA", "method − TEPA [95% CI]", "Holm p",
-                   "significant"], rows)
+    table = _table(["setting", "phase", "TEPA", "method above TEPA", "method − TEPA [95% CI]", "Holm p",
+                    "significant"], rows)
+    studies = []
+    for path, label, key in ((results_dir / "controlled" / "n_keys.json", "controlled, n_keys = {}",
+                              "full_reversal_success"),
+                             (results_dir / "controlled" / "key_noise.json", "controlled, {:.0%} noisy keys",
+                              "full_reversal_success"),
+                             (results_dir / "preference" / "main_profile_share.json",
+                              "preference, main_profile_share = {}", "overall_success")):
+        study = _load(path)
+        if study is None:
+            continue
+        for i, level in enumerate(study["levels"]):
+            tepa = study[key]["tepa"][i]
+            above = sorted(((values[i] - tepa, method) for method, values in study[key].items()
+                            if method != "oracle-reset" and values[i] - tepa >= 0.0005), reverse=True)
+            studies.append([label.format(level), "overall" if key == "overall_success" else "full reversal",
+                            f"{tepa:.3f}", ", ".join(f"{m} {d:+.3f}" for d, m in above) or "(none)",
+                            str(study["seeds"])])
+    if not studies:
+        return table
+    return (table + "\nSecondary studies (means over seeds, not paired-tested; the oracle bound left out):\n\n"
+            + _table(["study", "phase", "TEPA", "methods above TEPA (difference)", "seeds"], studies))
 
 
 def study_table(path: Path, levels_label: Callable[[Any], str]) -> str:
@@ -142,22 +163,25 @@ def robustness_table(path: Path) -> str:
 def ablation_table(path: Path) -> str:
     data = _load(path)
     base = data["success"]["tepa"]
+    with_overall = data["focus_phase"] != "overall"
     rows = [[label, json.dumps(kwargs) if kwargs else "(v0 defaults)", _f(data["success"][label]),
-             f"{data['success'][label] - base:+.3f}", _f(data["overall"][label])]
+             f"{data['success'][label] - base:+.3f}"] + ([_f(data["overall"][label])] if with_overall else [])
             for label, kwargs in data["variants"].items()]
-    return (_table(["variant", "choice", SHORT_PHASES[data["focus_phase"]], "vs tepa", "overall"], rows)
-            + f"\n{data['seeds']} seeds, paired.\n")
+    header = ["variant", "choice", SHORT_PHASES[data["focus_phase"]], "vs tepa"] + (["overall"] if with_overall else [])
+    return _table(header, rows) + f"\n{data['seeds']} seeds, paired.\n"
 
 
 def trial_cost_table(path: Path) -> str:
     data = _load(path)
     free, task = data["modes"]["free"], data["modes"]["task"]
-    rows = [[m, _f(free["success"][m]), _f(task["success"][m]), _f(free["overall"][m]), _f(task["overall"][m]),
-             f"{free['trials_per_episode'][m]:.1f}"] for m in free["success"]]
     focus = SHORT_PHASES[data["focus_phase"]]
-    return (_table(["method", f"{focus}, free trials", f"{focus}, trial = a task", "overall, free",
-                    "overall, trial = a task", "trials / episode"], rows)
-            + f"\n{data['seeds']} seeds.\n")
+    with_overall = data["focus_phase"] != "overall"
+    rows = [[m, _f(free["success"][m]), _f(task["success"][m])]
+            + ([_f(free["overall"][m]), _f(task["overall"][m])] if with_overall else [])
+            + [f"{free['trials_per_episode'][m]:.1f}"] for m in free["success"]]
+    header = (["method", f"{focus}, free trials", f"{focus}, trial = a task"]
+              + (["overall, free", "overall, trial = a task"] if with_overall else []) + ["trials / episode"])
+    return _table(header, rows) + f"\n{data['seeds']} seeds.\n"
 
 
 def facts_table(path: Path) -> str:
