@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from tepa_envs.agents.evaluation.files import check_manifest
 from tepa_envs.agents.evaluation.report import format_p
-from tepa_envs.agents.evaluation.reproduce import write_text_atomic
+from tepa_envs.agents.evaluation.files import write_text_atomic
 
 SHORT_PHASES = {"stable": "stable", "light_drift": "light drift", "full_reversal": "full reversal",
                 "partial_return": "partial return", "overall": "overall"}

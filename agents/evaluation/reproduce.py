@@ -21,13 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from tepa_envs.agents.evaluation.files import (  # noqa: F401  (write_text_atomic: readme.py imports it here)
-    begin_run,
-    prepare_output_dir,
-    write_json_atomic,
-    write_manifest,
-    write_text_atomic,
-)
+from tepa_envs.agents.evaluation.files import begin_run, prepare_output_dir, write_json_atomic, write_manifest
 from tepa_envs.agents.evaluation.harness import Evaluation, MethodSpec, evaluate, method_label, summarize
 from tepa_envs.agents.evaluation.protocol import Protocol, limits, precision_report, robustness
 from tepa_envs.agents.evaluation.report import write_results
@@ -154,44 +148,34 @@ def trial_cost(setting: Setting, protocol: Protocol, workers: int) -> dict[str, 
             "modes": rows}
 
 
-def key_noise(protocol: Protocol, workers: int) -> dict[str, Any]:
-    """Full-reversal success of every method as evidence keys are corrupted."""
+def sweep(env_id: str, parameter: str, levels: Sequence[Any], protocol: Protocol, workers: int) -> dict[str, Any]:
+    """Full-reversal and overall success of every method at each level of one env argument."""
     seeds = protocol.robustness_seeds
-    rows: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
-    for level in KEY_NOISE_LEVELS:
-        evaluation = evaluate("TEPA/RegimeDrift-v0", METHOD_NAMES, range(seeds), env_kwargs={"key_noise": level},
-                              workers=workers)
+    reversal: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
+    overall: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
+    for level in levels:
+        evaluation = evaluate(env_id, METHOD_NAMES, range(seeds), env_kwargs={parameter: level}, workers=workers)
         for method in METHOD_NAMES:
-            rows[method].append(float(evaluation.phase_success(method, 2).mean()))
-    return {"levels": list(KEY_NOISE_LEVELS), "seeds": seeds, "full_reversal_success": rows,
+            reversal[method].append(float(evaluation.phase_success(method, 2).mean()))
+            overall[method].append(float(evaluation.phase_success(method, None).mean()))
+    return {"env_id": env_id, "parameter": parameter, "levels": list(levels), "seeds": seeds,
+            "full_reversal_success": reversal, "overall_success": overall}
+
+
+def key_noise(protocol: Protocol, workers: int) -> dict[str, Any]:
+    """Every method as a share of the evidence is filed under a corrupted key."""
+    return {**sweep("TEPA/RegimeDrift-v0", "key_noise", KEY_NOISE_LEVELS, protocol, workers),
             "paper": {m: list(v) for m, v in KEY_NOISE_PAPER.items()}}
 
 
 def n_keys(protocol: Protocol, workers: int) -> dict[str, Any]:
-    """Full-reversal success of every method as the number of conflict keys grows."""
-    seeds = protocol.robustness_seeds
-    rows: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
-    for count in N_KEYS_LEVELS:
-        evaluation = evaluate("TEPA/RegimeDrift-v0", METHOD_NAMES, range(seeds), env_kwargs={"n_keys": count},
-                              workers=workers)
-        for method in METHOD_NAMES:
-            rows[method].append(float(evaluation.phase_success(method, 2).mean()))
-    return {"levels": list(N_KEYS_LEVELS), "seeds": seeds, "full_reversal_success": rows}
+    """Every method as the number of conflict keys grows."""
+    return sweep("TEPA/RegimeDrift-v0", "n_keys", N_KEYS_LEVELS, protocol, workers)
 
 
 def main_profile_share(protocol: Protocol, workers: int) -> dict[str, Any]:
-    """Overall and full-reversal success of every method as the user's main profile grows."""
-    seeds = protocol.robustness_seeds
-    overall: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
-    reversal: dict[str, list[float]] = {m: [] for m in METHOD_NAMES}
-    for share in MAIN_PROFILE_SHARES:
-        evaluation = evaluate("TEPA/PreferenceStream-v0", METHOD_NAMES, range(seeds),
-                              env_kwargs={"main_profile_share": share}, workers=workers)
-        for method in METHOD_NAMES:
-            overall[method].append(float(evaluation.phase_success(method, None).mean()))
-            reversal[method].append(float(evaluation.phase_success(method, 2).mean()))
-    return {"levels": list(MAIN_PROFILE_SHARES), "seeds": seeds, "overall_success": overall,
-            "full_reversal_success": reversal}
+    """Every method as the user's main profile takes a larger share of the sessions."""
+    return sweep("TEPA/PreferenceStream-v0", "main_profile_share", MAIN_PROFILE_SHARES, protocol, workers)
 
 
 def reproduce_facts_rows(workers: int) -> list[dict[str, Any]]:

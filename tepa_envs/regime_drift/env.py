@@ -129,17 +129,9 @@ class RegimeDriftEnv(TaskStreamEnv):
     * ``light_drift_fraction``: fraction of keys that change in light drift (default 0.5).
     * ``partial_return_fraction``: fraction of keys that return (default 0.5).
     * ``key_noise``: probability that a step's evidence carries a wrong key (default 0.0).
-    * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default;
-      trials are answered from the hidden state at no cost) or ``"task"``: each
-      trial is paid with one task of the stream, as if the agent had spent that
-      task trialing (an equal-budget comparison with methods that never trial).
-      A trial forfeits the next task the stream executes (the one presented when
-      it is made, then the following ones; trials beyond the stream forfeit the
-      rest): the action is not executed, the task fails (reward 0,
-      ``info["success"]`` False), it reveals no evidence, and every step's
-      ``info`` carries ``forfeited`` (``True`` on a forfeited task; the key is
-      absent in ``"free"`` mode). Stream length, seeds and the hidden world do
-      not depend on it; ``env.unwrapped.tasks_forfeited`` counts the forfeits.
+    * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default)
+      or ``"task"`` (each trial forfeits one task of the stream, for an
+      equal-budget comparison; details in :class:`~tepa_envs.core.stream.TaskStreamEnv`).
     * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
       Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
     """
