@@ -169,7 +169,9 @@ def _plain(value: Any) -> Any:
 def select_record(records: list[dict[str, Any]], split: str, length: str) -> dict[str, Any]:
     """The record whose ``metadata.source`` is ``factconsolidation_<split>_<length>``.
 
-    A file with a single record is used as it is.
+    A file with a single record that names no source is used as it is; a record
+    that names another split or length is refused (``ValueError`` naming both),
+    so asking for ``split="mh"`` never silently runs single-hop questions.
     """
     check_split(split)
     check_length(length)
@@ -177,7 +179,7 @@ def select_record(records: list[dict[str, Any]], split: str, length: str) -> dic
     matches = [r for r in records if r["metadata"].get("source") == wanted]
     if matches:
         return matches[0]
-    if len(records) == 1:
+    if len(records) == 1 and not records[0]["metadata"].get("source"):
         return records[0]
     sources = sorted(str(r["metadata"].get("source")) for r in records)
     raise ValueError(f"no record with metadata.source {wanted!r}; the file holds {sources}")

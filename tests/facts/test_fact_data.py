@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -263,17 +262,13 @@ def test_deeply_nested_json_is_a_data_format_error(tmp_path, suffix, text):
         load_records(path)
 
 
-REAL_ROWS = Path("/work/shared/data/memoryagentbench")
-
-
-@pytest.mark.skipif(not REAL_ROWS.is_dir(), reason="the MemoryAgentBench rows are not on this machine")
 @pytest.mark.parametrize("split", ["sh", "mh"])
-def test_real_memoryagentbench_rows_keep_loading(split):
+def test_real_memoryagentbench_rows_keep_loading(split, real_rows):
     import gymnasium as gym
 
     import tepa_envs  # noqa: F401
 
-    path = REAL_ROWS / f"factconsolidation_{split}_6k.json"
+    path = real_rows / f"factconsolidation_{split}_6k.json"
     (record,) = load_records(path)
     assert record["metadata"]["source"] == f"factconsolidation_{split}_6k" and len(record["questions"]) == 100
     env = gym.make("TEPA/FactConsolidation-v0", split=split, data_path=str(path))

@@ -141,3 +141,10 @@ def test_bad_arguments_and_actions_are_refused():
         env.step("x")
     with pytest.raises(ValueError, match="unknown memory method"):
         reproduce_facts(methods=("nope",), lengths=("6k",))
+
+
+def test_a_record_of_another_split_is_refused_not_silently_used(real_rows):
+    path = real_rows / "factconsolidation_sh_6k.json"
+    assert gym.make(ENV_ID, split="sh", length="6k", data_path=path).unwrapped.split == "sh"
+    with pytest.raises(ValueError, match="factconsolidation_mh_6k.*factconsolidation_sh_6k"):
+        gym.make(ENV_ID, split="mh", length="6k", data_path=path)
