@@ -46,6 +46,7 @@ def task_access(env: Any) -> TaskAccess:
             access = TaskAccess(env.choices, env.to_action, env.stated_value,
                                 env.trial if env.offers_trials else None, env)
     except AttributeError as exc:
-        raise TypeError(f"{type(env).__name__} does not implement the task contract "
+        name = type(env.unwrapped if isinstance(env, gym.Env) else env).__name__
+        raise TypeError(f"{name} does not implement the task contract "
                         f"(tepa_envs.core.contracts.TaskEnv: {', '.join(TASK_ENV_MEMBERS)}): {exc}") from None
     return access
