@@ -9,10 +9,11 @@ import numpy as np
 
 from tepa_envs.agents.memories.protocol import hooks_of
 from tepa_envs.agents.readers.agent import write_step
-from tepa_envs.agents.readers.task_access import task_access
+from tepa_envs.agents.readers.task_access import TaskAccess, task_access
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.core import Record, check_positive_int
+from tepa_envs.core.contracts import ValueActions
 
 MEMORY_ENTRIES = ("memory_value", "memory_validity", "memory_support", "memory_conflict")
 
@@ -58,13 +59,39 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
         gym.Wrapper.__init__(self, env)
         if not isinstance(env.action_space, gym.spaces.Discrete):
             raise TypeError(f"MemoryObservation needs a Discrete action space, got {env.action_space}")
-        self._task = task_access(env)
+        self._bind(task_access(env))
         check_positive_int("count_cap", count_cap)
         self.memory = make_memory(memory, **(memory_kwargs or {}))
         self.count_cap = count_cap
         self.n_actions = int(env.action_space.n)
+        self._dict_inner = isinstance(env.observation_space, gym.spaces.Dict)
         self.observation_space = gym.spaces.Dict({**self._inner_spaces(env.observation_space),
                                                   **memory_spaces(self.n_actions)})
+        # Precomputed once: the arrays of an empty view (copied, never handed out) and
+        # the scaled counts already seen (each computed by scaled_count itself).
+        self._zero_value = np.zeros(self.n_actions, dtype=np.float32)
+        self._zero_unit = np.zeros(1, dtype=np.float32)
+        self._zero_count = scaled_count(0, count_cap)
+        self._scaled: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def _bind(self, task: TaskAccess) -> None:
+        """Cache what every step needs: the task contract and the memory's bound methods."""
+        self._task = task
+        self._to_action = task.to_action
+        # The environment's own ValueActions.to_action (not overridden by a wrapper or a subclass):
+        # values are looked up in its index directly.
+        is_value_actions = getattr(task.to_action, "__func__", None) is ValueActions.to_action
+        self._value_owner = task.to_action.__self__ if is_value_actions else None
+
+    @property
+    def memory(self) -> Memory:
+        """The memory whose view is shown (assigning a new one takes effect at the next step)."""
+        return self._memory
+
+    @memory.setter
+    def memory(self, memory: Memory) -> None:
+        self._memory = memory
+        self._retrieve = memory.retrieve
 
     # ----------------------------------------------------------------- spaces
     @staticmethod
@@ -82,13 +109,13 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         observation, info = self.env.reset(seed=seed, options=options)
         self.memory.reset()
-        self._task = task_access(self.env)
+        self._bind(task_access(self.env))
         hooks_of(self.memory).bind_trial(self._task.trial)
         return self._augment(observation, info), info
 
     def step(self, action: Any):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        write_step(self.memory, info)
+        write_step(self._memory, info)
         return self._augment(observation, info), reward, terminated, truncated, info
 
     # ---------------------------------------------------------------- helpers
@@ -99,10 +126,58 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
     def _action_of(self, value: str) -> int | None:
         return action_of(self._task.to_action, value, self.n_actions)
 
+    def _scaled_counts(self, support: Any, conflict: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Fresh copies of ``scaled_count`` of both counts, computed once per pair of integer counts."""
+        cacheable = type(support) is int and type(conflict) is int
+        pair = self._scaled.get((support, conflict)) if cacheable else None
+        if pair is None:
+            pair = scaled_count(support, self.count_cap), scaled_count(conflict, self.count_cap)
+            if cacheable and len(self._scaled) < _SCALED_CACHE_SIZE:
+                self._scaled[(support, conflict)] = pair
+        return pair[0].copy(), pair[1].copy()
+
     def _augment(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        inner = dict(observation) if isinstance(self.env.observation_space, gym.spaces.Dict) else {"obs": observation}
-        view = memory_view(self.top_record(info), self._action_of, self.n_actions, self.count_cap)
-        return {**inner, **view}
+        # Same result as memory_view(self.top_record(info), ...), merged after the inner entries,
+        # with each record's action looked up once.
+        key = info.get("key", "")
+        action = record = None
+        if key:
+            n_actions, owner = self.n_actions, self._value_owner
+            for candidate in self._retrieve(key, info.get("context", "")):
+                name = candidate.value
+                if owner is not None and type(name) is str:
+                    # ValueActions.to_action without its checks: None for an unknown value (its ValueError).
+                    action = owner._value_index.get(name)
+                    if action is None:
+                        continue
+                else:
+                    try:
+                        action = int(self._to_action(name))
+                    except ValueError:
+                        continue
+                if 0 <= action < n_actions:
+                    record = candidate
+                    break
+        value = self._zero_value.copy()
+        if record is None:
+            validity, support, conflict = self._zero_unit.copy(), self._zero_count.copy(), self._zero_count.copy()
+        else:
+            value[action] = 1.0
+            validity = np.array([record.validity], dtype=np.float32)
+            support, conflict = self._scaled_counts(record.support, record.conflict)
+        if self._dict_inner:
+            merged = dict(observation)
+            merged["memory_value"] = value
+            merged["memory_validity"] = validity
+            merged["memory_support"] = support
+            merged["memory_conflict"] = conflict
+            return merged
+        return {"obs": observation, "memory_value": value, "memory_validity": validity,
+                "memory_support": support, "memory_conflict": conflict}
+
+
+_SCALED_CACHE_SIZE = 1 << 16
+"""Most pairs of scaled counts a MemoryObservation keeps (pairs of ``int`` counts only)."""
 
 
 def memory_spaces(n_actions: int) -> dict[str, gym.spaces.Box]:

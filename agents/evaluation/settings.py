@@ -22,7 +22,7 @@ from typing import Any
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.core import PHASE_NAMES
 
-READINGS: tuple[str, ...] = ("direct", "chain")
+READINGS: tuple[str, ...] = ("direct", "chain", "question")
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,9 @@ class EnvSettings:
             the same for every method (empty: the reader's documented defaults).
         method_kwargs: constructor arguments per method name; a non-empty entry
             is a per-method front-end difference and is printed with the results.
-        reading: ``"direct"`` (retrieve the task's key, the reader picks) or
-            ``"chain"`` (multi-hop: each hop's answer is the next hop's subject).
+        reading: ``"direct"`` (retrieve the task's key, the reader picks),
+            ``"chain"`` (multi-hop: each hop's answer is the next hop's subject) or
+            ``"question"`` (``"chain"``, and unkeyed questions mapped to a key by the reader).
         decide_phases: oracle phases on which the agent decides; on other steps
             it sends the environment's no-decision action ``to_action("")``
             (``None``: every step).
@@ -71,7 +72,10 @@ ENV_SETTINGS: dict[str, EnvSettings] = {
         # TEPA, LWW and NoRev look the parsed key up.
         method_kwargs={"append-only": LEXICAL, "temporal-recency": LEXICAL,
                        "conflict-aware-recency": LEXICAL, "reactive-forgetting": LEXICAL},
-        reading="chain", decide_phases=(1,), phase_names=("memorize", "questions")),
+        # "question": keyed questions (the generator's templates) are read hop by hop as
+        # "chain"; unkeyed ones (real records, facts keyed by induced frames) are mapped
+        # to a key by the reader (tepa_envs.agents.readers.reading.read_question).
+        reading="question", decide_phases=(1,), phase_names=("memorize", "questions")),
 }
 
 

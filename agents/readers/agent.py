@@ -25,7 +25,8 @@ class MemoryAgent:
     Args:
         memory: a memory object or a name/import path understood by :func:`make_memory`.
         reader: the reader (default: :class:`EvidenceReader` with its documented defaults).
-        reading: ``"direct"`` or ``"chain"`` (multi-hop questions), see
+        reading: ``"direct"``, ``"chain"`` (multi-hop questions) or ``"question"``
+            (also maps questions the environment did not key), see
             :mod:`tepa_envs.agents.readers.reading`.
     """
 

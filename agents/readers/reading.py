@@ -5,6 +5,13 @@
 * :func:`read_chain`: multi-hop questions (``info["chain"]``: the relations after
   the first hop). Each hop retrieves ``subject|relation`` and the reader's answer
   becomes the next hop's subject; a question without a chain is one hop.
+* :func:`read_question`: questions the environment did not key (``info["key"]``
+  empty, e.g. FactConsolidation facts keyed by induced frames): the question
+  text is mapped to one of the keys streamed so far by subject mention and
+  lexical overlap with the frame (:func:`tepa_envs.facts.extraction.match_question`);
+  the keys come from the environment's optional ``known_keys()`` member (the
+  keys of the ``info["evidence"]`` it streamed). A keyed question is read as
+  :func:`read_chain` reads it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any, Callable, Mapping
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
 from tepa_envs.agents.readers.task_access import TaskAccess
+from tepa_envs.facts.extraction import match_question
 
 Reading = Callable[[Memory, EvidenceReader, TaskAccess, Mapping[str, Any]], str]
 
@@ -38,4 +46,21 @@ def read_chain(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: M
     return answer
 
 
-READINGS: dict[str, Reading] = {"direct": read_direct, "chain": read_chain}
+def _known_keys(task: TaskAccess) -> tuple[str, ...]:
+    env = task.env
+    try:
+        member = env.get_wrapper_attr("known_keys") if hasattr(env, "get_wrapper_attr") else env.known_keys
+    except AttributeError:
+        return ()
+    return tuple(member())
+
+
+def read_question(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any]) -> str:
+    if info["key"]:
+        return read_chain(memory, reader, task, info)
+    context = info.get("context", "")
+    key = match_question(context, _known_keys(task)) if context else ""
+    return reader.choose(memory.retrieve(key, context), task.choices(key))
+
+
+READINGS: dict[str, Reading] = {"direct": read_direct, "chain": read_chain, "question": read_question}

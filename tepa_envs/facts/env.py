@@ -17,6 +17,7 @@ from tepa_envs.core.step_info import OracleInfo, StepInfo, oracle_info, step_inf
 from tepa_envs.core.stream import check_render_mode, check_reset_options, warn_render_unsupported
 from tepa_envs.error import ResetNeeded
 from tepa_envs.facts.data import check_length, check_split, generate_records
+from tepa_envs.facts.extraction import induce_facts
 from tepa_envs.facts.loader import load_records, parse_context, parse_fact, parse_questions, select_record
 from tepa_envs.facts.metric import substring_exact_match
 
@@ -47,22 +48,42 @@ class EpisodeData:
 ParsedFacts = tuple[tuple[tuple[int, str], ...], tuple[Evidence | None, ...], frozenset[str]]
 
 
-def parse_facts(context: str) -> ParsedFacts:
-    """The context's facts in serial order, their evidence, and the keys they state."""
+EXTRACTIONS = ("auto", "templates", "induced")
+
+
+def parse_facts(context: str, extraction: str = "templates") -> ParsedFacts:
+    """The context's facts in serial order, their evidence, and the keys they state.
+
+    ``extraction``: ``"templates"`` keys facts in the generator's templates
+    (:func:`~tepa_envs.facts.loader.parse_fact`, ``subject|relation``);
+    ``"induced"`` keys every fact by the frames induced from the record itself
+    (:func:`~tepa_envs.facts.extraction.induce_facts`, ``subject|{S} frame {O}``);
+    ``"auto"``: templates when they key every fact, else induced.
+    """
     facts = tuple(sorted(parse_context(context), key=lambda f: f[0]))
-    evidence: list[Evidence | None] = []
-    for serial, text in facts:
-        parsed = parse_fact(text)
-        evidence.append(None if parsed is None else Evidence(parsed[0], parsed[1], serial, None, "fact"))
-    return facts, tuple(evidence), frozenset(e.key for e in evidence if e is not None)
+    if extraction not in EXTRACTIONS:
+        raise ValueError(f"extraction must be one of {EXTRACTIONS}, got {extraction!r}")
+    parsed: list[tuple[str, str] | None] = []
+    if extraction != "induced":
+        parsed = [parse_fact(text) for _, text in facts]
+    if extraction == "induced" or (extraction == "auto" and None in parsed):
+        parsed = [None if f is None else (f.key, f.object) for f in induce_facts([text for _, text in facts])]
+    evidence = tuple(None if p is None else Evidence(p[0], p[1], serial, None, "fact")
+                     for (serial, _), p in zip(facts, parsed))
+    return facts, evidence, frozenset(e.key for e in evidence if e is not None)
 
 
-def prepare_record(record: dict[str, Any], parsed: ParsedFacts | None = None) -> EpisodeData:
+def prepare_record(record: dict[str, Any], parsed: ParsedFacts | None = None,
+                   extraction: str = "templates") -> EpisodeData:
     """Parse a validated record: facts to evidence, questions to keys and chains.
 
     ``parsed`` is :func:`parse_facts` of the record's context when already known.
+    Questions get a key and chain only when they parse in the generator's
+    templates against the facts' keys; other questions (e.g. over induced
+    frames) have key ``""``: mapping them to a key is the reader's work
+    (``read_question``).
     """
-    facts, evidence, known_keys = parse_facts(record["context"]) if parsed is None else parsed
+    facts, evidence, known_keys = parse_facts(record["context"], extraction) if parsed is None else parsed
     ids = record["metadata"].get("qa_pair_ids") or [
         f"{record['metadata'].get('source', 'factconsolidation')}_no{i}" for i in range(len(record["questions"]))]
     questions = []
@@ -142,6 +163,14 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     * ``chunk_facts``: facts per memorize step (default 40, about 540 tokens).
     * ``data_path``: optional local file of MemoryAgentBench records; the record
       whose ``metadata.source`` is ``factconsolidation_<split>_<length>`` is used.
+    * ``extraction``: how facts of a ``data_path`` record are keyed: ``"auto"``
+      (default: the generator's templates when they key every fact, as in the
+      generator's own records, else frames induced from the record,
+      :mod:`tepa_envs.facts.extraction`), ``"templates"`` or ``"induced"``.
+      Induced keys are ``subject|frame`` (``"Victoria Beckham|{S} is married
+      to {O}"``); questions then carry ``key=""`` and the reader maps the
+      question text to a key (reading ``"question"``, which may call
+      :meth:`known_keys`). Generated records always use the templates.
     * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
       Gymnasium, and :meth:`render` then warns and returns ``None``.
     """
@@ -149,14 +178,19 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
-                 data_path: str | Path | None = None, render_mode: str | None = None) -> None:
+                 data_path: str | Path | None = None, render_mode: str | None = None,
+                 extraction: str = "auto") -> None:
         self.split = check_split(split)
         self.length = check_length(length)
         self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
         self.render_mode = check_render_mode(render_mode)
+        if extraction not in EXTRACTIONS:
+            raise ValueError(f"extraction must be one of {EXTRACTIONS}, got {extraction!r}")
+        self.extraction = extraction
         self.data_path = None if data_path is None else Path(data_path)
         self._loaded = (None if self.data_path is None
-                        else prepare_record(select_record(load_records(self.data_path), split, length)))
+                        else prepare_record(select_record(load_records(self.data_path), split, length),
+                                            extraction=extraction))
         self.observation_space = gym.spaces.Dict({
             "phase": gym.spaces.Discrete(2),
             "progress": gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
@@ -220,6 +254,14 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     def to_action(self, value: str) -> str:
         """The action that states ``value`` as the answer."""
         return check_str("value", value)
+
+    def known_keys(self) -> tuple[str, ...]:
+        """The keys of the evidence streamed so far this episode (what a reader that
+        kept the keys of ``info["evidence"]`` would know), in stream order, unique."""
+        if self.data is None:
+            return ()
+        shown = self.data.evidence[:min(self._t, self._n_chunks) * self.chunk_facts]
+        return tuple(dict.fromkeys(e.key for e in shown if e is not None))
 
     # ------------------------------------------------------------------ helpers
     def _observation(self) -> dict[str, Any]:

@@ -50,17 +50,22 @@ def corrupt_key(key: str, field: int, offset: int) -> str:
 
 def build_world(rng: np.random.Generator, keys: tuple[str, ...], n_tools: int, total: int,
                 light_fraction: float, return_fraction: float,
-                key_noise: float) -> tuple[np.ndarray, np.ndarray, list[str]]:
+                key_noise: float, *, with_evidence_keys: bool = True
+                ) -> tuple[np.ndarray, np.ndarray, list[str] | None]:
     """The hidden world of one episode, drawn from ``rng`` in a fixed order.
 
     Returns the regime (correct tool index per phase and key), the key index of
-    every task, and the key every task's evidence is filed under.
+    every task, and the key every task's evidence is filed under (``None`` with
+    ``with_evidence_keys=False``: the same random numbers are drawn in the same
+    order, so ``rng`` ends in the same state, but the key list is not built).
     """
     regime = draw_phase_values(rng, len(keys), n_tools, light_fraction, return_fraction)
     task_keys = rng.integers(0, len(keys), size=total)
     noisy = rng.random(total) < key_noise
     field = rng.integers(0, 3, size=total)
     offset = rng.integers(1, len(TASK_TYPES), size=total)
+    if not with_evidence_keys:
+        return regime, task_keys, None
     evidence_keys = [
         corrupt_key(keys[int(k)], int(f), int(o)) if n else keys[int(k)]
         for k, n, f, o in zip(task_keys, noisy, field, offset)

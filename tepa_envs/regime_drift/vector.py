@@ -101,7 +101,7 @@ class RegimeDriftVectorEnv(VectorEnv):
         template = self._template
         regime, task_keys, _ = build_world(
             self._rngs[i], template.keys, template.n_tools, self._total, template.light_drift_fraction,
-            template.partial_return_fraction, template.key_noise)
+            template.partial_return_fraction, template.key_noise, with_evidence_keys=False)
         self._regime[i] = regime
         self._task_keys[i, :self._total] = task_keys
         self._t[i] = 0

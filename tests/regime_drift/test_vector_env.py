@@ -129,3 +129,19 @@ def test_sizes_are_refused_before_any_allocation(kwargs, match):
 def test_the_largest_batch_at_the_defaults_is_accepted():
     envs = RegimeDriftVectorEnv(num_envs=2**16)  # constructed only: resetting 65,536 worlds takes seconds
     assert envs.observation_space.shape == (2**16, 3)
+
+
+@pytest.mark.parametrize("key_noise", [0.0, 0.3])
+def test_build_world_without_evidence_keys_draws_the_same_numbers(key_noise):
+    from tepa_envs.regime_drift.env import build_world, key_names
+
+    keys = key_names(7)
+    full_rng, lean_rng = np.random.default_rng(3), np.random.default_rng(3)
+    for _ in range(3):  # several worlds in a row: the generators must stay in step
+        regime, task_keys, evidence_keys = build_world(full_rng, keys, 4, 50, 0.5, 0.5, key_noise)
+        lean_regime, lean_task_keys, lean_keys = build_world(lean_rng, keys, 4, 50, 0.5, 0.5, key_noise,
+                                                             with_evidence_keys=False)
+        np.testing.assert_array_equal(regime, lean_regime)
+        np.testing.assert_array_equal(task_keys, lean_task_keys)
+        assert lean_keys is None and len(evidence_keys) == 50
+        assert full_rng.bit_generator.state == lean_rng.bit_generator.state

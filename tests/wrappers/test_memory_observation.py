@@ -13,6 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import TEPA, TEPAFull
+from tepa_envs.agents.memories.protocol import hooks_of
 from tepa_envs.core import Evidence, LifecycleState, Record
 from tepa_envs.wrappers import MEMORY_ENTRIES, MemoryObservation
 
@@ -155,3 +156,147 @@ def test_bad_input_is_refused():
         MemoryObservation(_regime_drift(), "tepa", count_cap=0)
     with pytest.raises(TypeError, match="Discrete action space"):
         MemoryObservation(gym.make("Pendulum-v1"), "tepa")
+
+
+# ------------------------------------------------------- reference computation
+def _reference_observation(observation, info, memory, to_action, n_actions, count_cap, dict_inner):
+    """MemoryObservation's documented observation, computed the straightforward way."""
+    value = np.zeros(n_actions, dtype=np.float32)
+    validity = support = conflict = 0.0
+    if info.get("key", ""):
+        for record in memory.retrieve(info["key"], info.get("context", "")):
+            try:
+                action = int(to_action(record.value))
+            except ValueError:
+                continue
+            if 0 <= action < n_actions:
+                value[action] = 1.0
+                validity = record.validity
+                support = np.log1p(min(max(record.support, 0), count_cap)) / np.log1p(count_cap)
+                conflict = np.log1p(min(max(record.conflict, 0), count_cap)) / np.log1p(count_cap)
+                break
+    inner = dict(observation) if dict_inner else {"obs": observation}
+    return {**inner, "memory_value": value, "memory_validity": np.array([validity], dtype=np.float32),
+            "memory_support": np.array([support], dtype=np.float32),
+            "memory_conflict": np.array([conflict], dtype=np.float32)}
+
+
+def _reference_write(memory, info):
+    for evidence in info.get("evidence", ()):
+        memory.observe(evidence)
+    if info.get("oracle") and info["oracle"].get("phase_changed"):
+        hooks_of(memory).on_phase_boundary()
+
+
+class DictObservation(gym.ObservationWrapper):
+    """RegimeDrift's observation as a flat Dict (MemoryObservation merges its entries)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.observation_space = gym.spaces.Dict({
+            "key": gym.spaces.Discrete(int(env.observation_space.nvec[0])),
+            "previous": gym.spaces.MultiDiscrete(env.observation_space.nvec[1:]),
+        })
+
+    def observation(self, observation):
+        return {"key": int(observation[0]), "previous": observation[1:].copy()}
+
+
+class ReversedActions(gym.Wrapper):
+    """Overrides ``to_action`` (reached through ``get_wrapper_attr``): actions in reverse order."""
+
+    def to_action(self, value):
+        return self.env.action_space.n - 1 - self.env.unwrapped.to_action(value)
+
+
+def _assert_same_observation(observation, expected, where):
+    assert list(observation) == list(expected), where
+    for name, want in expected.items():
+        got = observation[name]
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype and got.shape == want.shape, (where, name)
+        np.testing.assert_array_equal(got, want, err_msg=f"{where}: {name}")
+
+
+@pytest.mark.parametrize("memory", ["tepa", "lww", "append-only", "no-memory", "tepa-full"])
+@pytest.mark.parametrize("variant", ["plain", "noisy-keys", "dict", "reversed", "small-cap"])
+def test_observations_equal_a_reference_computation_over_whole_episodes(memory, variant):
+    from tepa_envs.agents.memories.registry import make_memory
+
+    kwargs = {"phase_lengths": (30, 30, 30, 30)}
+    count_cap = 1000
+    if variant == "noisy-keys":
+        kwargs.update(n_keys=5, n_tools=4, key_noise=0.2)
+    elif variant == "small-cap":
+        count_cap = 3
+    wrap = {"dict": DictObservation, "reversed": ReversedActions}.get(variant, lambda env: env)
+    env = MemoryObservation(wrap(_regime_drift(**kwargs)), memory, count_cap=count_cap)
+    reference_env = wrap(_regime_drift(**kwargs))
+    reference_memory = make_memory(memory)
+    to_action = reference_env.get_wrapper_attr("to_action")
+    n_actions = int(reference_env.action_space.n)
+    dict_inner = variant == "dict"
+    policy = np.random.default_rng(7)
+    for episode, seed in enumerate((11, 12)):
+        observation, info = env.reset(seed=seed)
+        ref_observation, ref_info = reference_env.reset(seed=seed)
+        reference_memory.reset()
+        hooks_of(reference_memory).bind_trial(
+            reference_env.get_wrapper_attr("trial") if reference_env.get_wrapper_attr("offers_trials") else None)
+        args = (reference_memory, to_action, n_actions, count_cap, dict_inner)
+        _assert_same_observation(observation, _reference_observation(ref_observation, ref_info, *args),
+                                 f"episode {episode} reset")
+        assert env.observation_space.contains(observation)
+        terminated = truncated = False
+        t = 0
+        while not (terminated or truncated):
+            # mostly the correct tool, so that memories hold records with support and conflict
+            correct = env.unwrapped.to_action(info["oracle"]["correct"])
+            action = correct if policy.random() < 0.7 else int(policy.integers(n_actions))
+            observation, reward, terminated, truncated, info = env.step(action)
+            ref_observation, ref_reward, *_, ref_info = reference_env.step(action)
+            _reference_write(reference_memory, ref_info)
+            assert reward == ref_reward
+            _assert_same_observation(observation, _reference_observation(ref_observation, ref_info, *args),
+                                     f"episode {episode} step {t}")
+            t += 1
+        assert t == 120
+
+
+class CountsOfAnyType(LastSuccessMemory):
+    """Counts as numpy ints, floats and out-of-range values; an unknown value ranked first."""
+
+    def retrieve(self, key, context=""):
+        records = super().retrieve(key, context)
+        if not records:
+            return records
+        value, support, t = self.table[key]
+        kinds = (np.int64(support), float(support) + 0.5, -3, 10**9, True)
+        count = kinds[support % len(kinds)]
+        return [Record(key, "no_such_tool", 1, 0, LifecycleState.ACTIVE, t, t),
+                Record(key, value, count, count, LifecycleState.ACTIVE, t, t)]
+
+
+def test_counts_of_any_type_match_the_reference():
+    env = MemoryObservation(_regime_drift(), CountsOfAnyType(), count_cap=20)
+    reference_env, reference_memory = _regime_drift(), CountsOfAnyType()
+    observation, info = env.reset(seed=5)
+    reference_env.reset(seed=5)
+    args = (reference_memory, reference_env.unwrapped.to_action, 3, 20, False)
+    for _ in range(60):
+        action = env.unwrapped.to_action(info["oracle"]["correct"])
+        observation, _, _, _, info = env.step(action)
+        ref_observation, *_, ref_info = reference_env.step(action)
+        _reference_write(reference_memory, ref_info)
+        _assert_same_observation(observation, _reference_observation(ref_observation, ref_info, *args), "step")
+    assert observation["memory_value"].any()
+
+
+def test_observations_are_fresh_arrays():
+    env = MemoryObservation(_regime_drift(), "tepa")
+    first, info = env.reset(seed=0)
+    second, *_ = env.step(env.unwrapped.to_action(info["oracle"]["correct"]))
+    third, *_ = env.step(0)
+    for name in MEMORY_ENTRIES:
+        for a, b in ((first, second), (second, third), (first, third)):
+            assert not np.shares_memory(a[name], b[name])
