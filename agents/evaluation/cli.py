@@ -3,6 +3,10 @@
     tepa-bench reproduce controlled|executable|preference|facts|all [--seeds N] [--workers K] [--out DIR]
                          [--alpha A]
     tepa-bench run ENV_ID --methods tepa,lww,my.pkg:MyMemory [--seeds N] [--workers K] [--out DIR] [--alpha A]
+                   [--store results.db]
+    tepa-bench sweep SPEC.toml --store results.db [--backend local|ray] [--workers K] [--ray-address ADDR]
+                     [--dry-run] [--out DIR]
+    tepa-bench report results.db --out DIR [--alpha A]
     tepa-bench list
     tepa-bench --version
 """
@@ -10,15 +14,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
 import sys
 import time
+import uuid
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import gymnasium as gym
 
@@ -108,14 +114,53 @@ def _parse_json_object(option: str, text: str | None) -> dict[str, Any]:
     return kwargs
 
 
+@contextlib.contextmanager
+def _run_store(args: argparse.Namespace, out: Path | None) -> Iterator[Any]:
+    """The store ``tepa-bench run`` writes through: ``--store``, else a temporary one in
+    ``--out`` (removed when the run ends), else one in memory."""
+    from tepa_envs.agents.evaluation.store import Store
+    from tepa_envs.agents.evaluation.sweep import cleanup_temp_stores
+
+    if getattr(args, "store", None):
+        with Store.open(args.store) as store:
+            yield store
+        return
+    if out is None:
+        with Store.open(":memory:") as store:
+            yield store
+        return
+    cleanup_temp_stores(out)
+    path = out / f".tepa-run-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
+    try:
+        with Store.open(path) as store:
+            yield store
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
+
+
 def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str],
                         env_kwargs: dict[str, Any], out: Path | None, setting: Setting | None,
                         label: str) -> Summary:
-    progress = ProgressBar(label, enabled=not args.quiet and sys.stderr.isatty())
+    from tepa_envs.agents.evaluation.backends import LocalBackend
+    from tepa_envs.agents.evaluation.spec import Statistics, single_group_spec
+    from tepa_envs.agents.evaluation.sweep import evaluate_through_store
+
     _log(args, f"{label}: {len(methods)} methods x {args.seeds} seeds on {env_id} ({args.workers} workers)")
     reader_kwargs = getattr(args, "reader_kwargs_parsed", {})
-    evaluation = evaluate(env_id, methods, range(args.seeds), env_kwargs=env_kwargs,
-                          workers=args.workers, progress=progress, reader_kwargs=reader_kwargs)
+    spec = single_group_spec(env_id, env_kwargs, methods, range(args.seeds), reader_kwargs,
+                             Statistics(alpha=args.alpha), name=label)
+    with _run_store(args, out) as store:  # `run` and `sweep` share one path: episodes go through a store
+        try:
+            evaluation = evaluate_through_store(store, spec, LocalBackend(args.workers),
+                                                progress=not args.quiet and sys.stderr.isatty(),
+                                                command=["tepa-bench", *getattr(args, "argv", [])])
+        except KeyboardInterrupt:
+            if getattr(args, "store", None):
+                print(f"tepa-bench: interrupted; {store.count()} episodes are in {args.store}: rerun the same "
+                      "command to resume", file=sys.stderr)
+            raise
     results = summarize(evaluation, alpha=args.alpha)
     if setting is not None:
         results = results.with_setting(setting)
@@ -189,7 +234,95 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     out = _output_dir(args.out) if args.out else None
+    if getattr(args, "store", None):
+        _check_store(args.store)
     _evaluate_and_write(args, args.env_id, methods, env_kwargs, out, None, "run")
+    return 0
+
+
+def _check_store(path: str, create: bool = True) -> None:
+    """Open and close the store at ``path``: a newer schema or a non-store is refused before any work."""
+    from tepa_envs.agents.evaluation.store import Store
+
+    Store.open(path, create=create).close()
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``tepa-bench sweep SPEC.toml --store DB``: run the spec's episodes the store lacks."""
+    from tepa_envs.agents.evaluation.backends import make_backend
+    from tepa_envs.agents.evaluation.report import format_table
+    from tepa_envs.agents.evaluation.spec import load_spec
+    from tepa_envs.agents.evaluation.store import Store
+    from tepa_envs.agents.evaluation.sweep import (
+        describe_cells, execute, format_rate, stored_episodes, write_report,
+    )
+
+    spec = load_spec(args.spec)
+    resume = f"tepa-bench sweep {args.spec} --store {args.store}"
+    if args.dry_run:
+        store = Store.open(args.store, create=False) if Path(args.store).exists() else None
+        try:
+            for line in describe_cells(spec, store):
+                print(line)
+            stored = stored_episodes(spec, store)
+        finally:
+            if store is not None:
+                store.close()
+        print(f"{spec.name}: {len(spec.cells)} cells x {len(spec.seeds)} seeds = {spec.episodes:,} episodes "
+              f"in {len(spec.groups())} groups; {stored:,} already in {args.store}, {spec.episodes - stored:,} to run")
+        return 0
+    if args.batch is not None and args.batch < 1:
+        raise UsageError(f"--batch must be >= 1, got {args.batch}")
+    out = _output_dir(args.out) if args.out else None
+    backend = make_backend(args.backend, args.workers, args.ray_address)
+    with Store.open(args.store) as store:
+        def started(where: str, to_run: int, already: int) -> None:
+            _log(args, f"{spec.name}: {to_run:,} episodes to run on {where} ({already:,} already in {args.store})")
+
+        outcome = execute(store, spec, backend, progress=not args.quiet and sys.stderr.isatty(),
+                          batch_size=args.batch, command=["tepa-bench", *getattr(args, "argv", [])],
+                          label=spec.name, on_start=started)
+        if outcome.interrupted:
+            print(f"\ntepa-bench: interrupted; {outcome.already + outcome.ran:,} of {outcome.total:,} episodes are "
+                  f"in {args.store}. Resume with: {resume}", file=sys.stderr)
+            return 130
+        if outcome.ran == 0 and outcome.already == outcome.total:
+            print(f"{spec.name}: nothing to run, all {outcome.total:,} episodes are already in {args.store}")
+        else:
+            print(f"{spec.name}: {format_rate(outcome)} on {outcome.backend}; {outcome.already:,} were already "
+                  f"stored; {outcome.total:,} episodes of the spec are in {args.store}")
+        if out is None:
+            print(f"report with: tepa-bench report {args.store} --out DIR")
+            return 0
+        for group, summary in write_report(store, out, log=lambda m: print(m, file=sys.stderr)):
+            print(f"\n== {group.env_id} {group.env_kwargs or ''} {group.reader_kwargs or ''} "
+                  f"({len(group.seeds)} seeds) -> {out / group.directory} ==")
+            print(format_table(summary))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``tepa-bench report DB --out DIR``: results.json/csv/png per group, from the store."""
+    from tepa_envs.agents.evaluation.report import format_table
+    from tepa_envs.agents.evaluation.store import Store
+    from tepa_envs.agents.evaluation.sweep import write_report
+
+    store = Store.open(args.store, create=False)
+    try:
+        out = _output_dir(args.out)
+        statistics = store.statistics()
+        if args.alpha is not None:
+            statistics = replace(statistics, alpha=args.alpha)
+        if args.n_perm is not None:
+            if args.n_perm < 1:
+                raise UsageError(f"--n-perm must be >= 1, got {args.n_perm}")
+            statistics = replace(statistics, n_perm=args.n_perm)
+        for group, summary in write_report(store, out, statistics, log=lambda m: print(m, file=sys.stderr)):
+            print(f"\n== {group.env_id} {group.env_kwargs or ''} {group.reader_kwargs or ''} "
+                  f"({len(group.seeds)} seeds) -> {out / group.directory} ==")
+            print(format_table(summary))
+    finally:
+        store.close()
     return 0
 
 
@@ -265,7 +398,36 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--reader-kwargs", help="JSON object overriding the reader's parameters for every "
                      "method alike, e.g. '{\"follow_prob\": 0.99}'")
     common(run, 10)
+    run.add_argument("--store", help="SQLite results store to write through (default: a temporary one); "
+                     "a rerun skips the episodes it holds, so a killed run resumes")
     run.set_defaults(func=cmd_run)
+
+
+    sweep = sub.add_parser("sweep", help="run a TOML sweep spec (envs x kwargs grids x methods x reader grids "
+                           "x seeds) into a resumable SQLite store")
+    sweep.add_argument("spec", help="the sweep spec (TOML; see the README's Sweeps section)")
+    sweep.add_argument("--store", required=True, help="SQLite results store (created if missing); a rerun skips "
+                       "the episodes it already holds")
+    sweep.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="local process pool (default) or Ray (pip install \"tepa-envs[ray]\")")
+    sweep.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                       help="local worker processes, or the CPUs of a local Ray (default: the machine's cores); "
+                            "results do not depend on it")
+    sweep.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else a local Ray)")
+    sweep.add_argument("--batch", type=int, help="episodes per task (default: chosen from the sweep's size)")
+    sweep.add_argument("--dry-run", action="store_true", help="print the cells and the episode count, run nothing")
+    sweep.add_argument("--out", help="also write the report (as `tepa-bench report`) into this directory")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
+    sweep.set_defaults(func=cmd_sweep)
+
+    report = sub.add_parser("report", help="results.json, results.csv, success.png per group, from a store")
+    report.add_argument("store", help="a SQLite store written by `tepa-bench sweep` or `run --store`")
+    report.add_argument("--out", required=True, help="directory for the files (one directory per group when the "
+                        "store holds several)")
+    report.add_argument("--alpha", type=float, default=None,
+                        help="significance level (default: the latest sweep's, 0.05 unless its spec says)")
+    report.add_argument("--n-perm", type=int, default=None, help="Monte Carlo sign patterns (default: the spec's)")
+    report.set_defaults(func=cmd_report, quiet=False)
 
     listing = sub.add_parser("list", help="list environments, methods and settings")
     listing.set_defaults(func=cmd_list, quiet=False)
@@ -304,21 +466,29 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    from tepa_envs.agents.evaluation.backends import BackendError
+    from tepa_envs.agents.evaluation.spec import SpecError
+    from tepa_envs.agents.evaluation.store import StoreError
+
     try:
         if getattr(args, "seeds", None) is not None and not 1 <= args.seeds <= MAX_SEEDS:
             raise UsageError(f"--seeds must be between 1 and {MAX_SEEDS:,}, got {args.seeds}")
         if getattr(args, "workers", 1) < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")
-        if not 0.0 < getattr(args, "alpha", 0.05) < 1.0:
+        if getattr(args, "alpha", None) is not None and not 0.0 < args.alpha < 1.0:
             raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
         if args.command == "reproduce" and args.setting not in (*REPRODUCIBLE, "all"):
             raise UsageError(f"unknown setting {args.setting!r}; valid: {', '.join(REPRODUCIBLE)}, all")
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, SpecError, StoreError, BackendError) as exc:
         print(f"tepa-bench: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("tepa-bench: interrupted", file=sys.stderr)
+        return 130
     except JobError as exc:  # a method (or environment) raised inside a job: one line, not a pool traceback
         print(f"tepa-bench: error: {exc}", file=sys.stderr)
         return 1

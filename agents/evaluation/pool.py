@@ -176,6 +176,22 @@ def _worker_init(parent_pid: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def leave_if_terminating() -> None:
+    """Between two units of a long job (a sweep's batch of episodes): a pool worker told
+    to stop (SIGTERM, its parent gone) leaves here, cleaning up, instead of after the
+    whole job; a no-op outside a pool worker."""
+    if _worker_state["in_pool"] and _worker_state["terminating"] is not None:
+        _exit_worker()
+
+
+def _sweep_worker_init(parent_pid: int) -> None:
+    """Initializer of a sweep's pool workers: :func:`_worker_init`, and Ctrl-C (SIGINT,
+    sent to the whole foreground process group) left to the driver, which stops the
+    sweep cleanly: a worker finishes the batch it is running instead of dying in it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _worker_init(parent_pid)
+
+
 def _call_job(worker: Callable[[Any], Any], item: tuple[int, Any]) -> Any:
     """Run one job; its exception becomes a :class:`JobError`. A pool worker told to
     stop (SIGTERM) leaves here, between jobs."""
@@ -186,6 +202,8 @@ def _call_job(worker: Callable[[Any], Any], item: tuple[int, Any]) -> Any:
     _worker_state["in_job"] = in_pool
     try:
         return worker(job)
+    except JobError:  # already one line naming its job (a sweep's batch of episodes)
+        raise
     except (Exception, SystemExit) as exc:  # SystemExit: user code calling exit() must not end the run silently
         raise JobError.from_exception(exc, index) from exc
     finally:

@@ -1,0 +1,366 @@
+"""Sweeps: run a spec's cells × seeds into a results store, resumably, and report from the store.
+
+:func:`execute` runs every episode of a :class:`~.spec.SweepSpec` that the store
+does not hold yet, in batches on a backend (:mod:`.backends`), committing each
+batch's episodes as it arrives; a rerun skips what is stored, so a killed sweep
+resumes where it stopped and ends with the same rows as one never interrupted.
+:func:`write_report` turns a store into the same ``results.json`` /
+``results.csv`` / ``success.png`` (and ``manifest.json``) that ``tepa-bench
+run`` writes, one directory per group of cells. ``tepa-bench run`` itself runs
+through :func:`evaluate_through_store`, so both paths share this code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tepa_envs.agents.evaluation.backends import (
+    LocalBackend,
+    RayBackend,
+    chunks,
+    default_batch_size,
+)
+from tepa_envs.agents.evaluation.harness import Evaluation, JobError, method_label, run_job, summarize
+from tepa_envs.agents.evaluation.pool import leave_if_terminating
+from tepa_envs.agents.evaluation.results import Summary
+from tepa_envs.agents.evaluation.spec import Statistics, SweepSpec
+from tepa_envs.agents.evaluation.store import (
+    STORE_SCHEMA_VERSION,
+    Episode,
+    Store,
+    StoreError,
+    StoredCell,
+    encode_phase,
+    encode_success,
+)
+
+Job = tuple[int, str, dict[str, Any], Any, int, dict[str, Any]]
+"""One episode for a worker: (cells.id, env id, env kwargs, method, seed, reader kwargs)."""
+
+
+# ------------------------------------------------------------------ in the workers
+def run_episode_job(job: Job) -> Episode:
+    """One episode of one cell, timed; the harness's own :func:`~.harness.run_job`."""
+    cell, env_id, env_kwargs, method, seed, reader_kwargs = job
+    started = time.perf_counter()
+    result = run_job((env_id, env_kwargs, method, seed, reader_kwargs))
+    wall = time.perf_counter() - started
+    success, phase, trials = result[0], result[1], result[2]
+    # detection metrics: a mapping the harness returns after the trials when the
+    # environment (or method) reports them; none does yet, and the column stays NULL
+    detection = result[3] if len(result) > 3 and isinstance(result[3], dict) else None
+    return Episode(cell, int(seed), int(success.size), int(success.sum()), encode_success(success),
+                   encode_phase(phase), json.dumps({k: int(v) for k, v in sorted(trials.items())}),
+                   None if detection is None else json.dumps(detection, sort_keys=True), wall)
+
+
+def run_batch(jobs: Sequence[Job]) -> tuple[list[Episode], JobError | None]:
+    """Run a batch of episodes; the ones that finished and, if one raised, its
+    :class:`JobError` (returned, not raised: it crosses any backend unwrapped)."""
+    done: list[Episode] = []
+    for job in jobs:
+        leave_if_terminating()  # a pool worker whose driver died leaves between episodes
+        try:
+            done.append(run_episode_job(job))
+        except (Exception, SystemExit) as exc:  # SystemExit: a user's method calling exit()
+            error = JobError.from_exception(exc)
+            error.job = f"method {method_label(job[3])}, seed {job[4]}, {job[1]} {json.dumps(job[2])}"
+            return done, error
+    return done, None
+
+
+# ------------------------------------------------------------------ in the driver
+@dataclass
+class SweepOutcome:
+    """What :func:`execute` did: episodes of the spec, found already stored, run now."""
+
+    total: int
+    already: int
+    ran: int
+    interrupted: bool
+    elapsed_s: float
+    backend: str = ""
+    startup_s: float = 0.0  # starting the backend (a local Ray's start-up, a pool's first fork)
+
+    @property
+    def rate(self) -> float:
+        """Episodes per second run now, the backend's start-up excluded."""
+        running = self.elapsed_s - self.startup_s
+        return self.ran / running if running > 0 else math.nan
+
+
+class _Progress:
+    """tqdm on stderr: episodes done (those already stored count as done), rate, ETA."""
+
+    def __init__(self, total: int, initial: int, enabled: bool, label: str) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, unit="ep", desc=label, dynamic_ncols=True,
+                            smoothing=0.05, file=sys.stderr)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None and n:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def plan(store: Store, spec: SweepSpec) -> tuple[list[int], list[Job], int]:
+    """The cells' store ids, the episodes still to run (seed by seed, so an
+    interrupted sweep has every method on its first seeds), and how many are stored."""
+    ids = store.add_cells(spec.cells)
+    done = store.finished(ids)
+    jobs = [(ids[i], cell.env_id, cell.env_kwargs, cell.method, seed, cell.reader_kwargs)
+            for seed in spec.seeds for i, cell in enumerate(spec.cells) if (ids[i], seed) not in done]
+    return ids, jobs, spec.episodes - len(jobs)
+
+
+def execute(store: Store, spec: SweepSpec, backend: LocalBackend | RayBackend, *, progress: bool = False,
+            batch_size: int | None = None, command: Sequence[str] = (), label: str = "sweep",
+            on_start: Callable[[str, int, int], None] | None = None) -> SweepOutcome:
+    """Run the episodes of ``spec`` that ``store`` lacks on ``backend``, committing each
+    batch as it arrives. Ctrl-C stops cleanly: batches not started are cancelled, those
+    running are awaited and stored (a second Ctrl-C stops waiting), and the outcome says
+    ``interrupted``. A job's exception is raised as :class:`JobError` after the batch's
+    finished episodes are stored."""
+    started = time.perf_counter()
+    store.add_sweep(spec, list(command))
+    _, jobs, already = plan(store, spec)
+    outcome = SweepOutcome(spec.episodes, already, 0, False, 0.0)
+    store.code_version()  # looked up once, before any worker exists
+    if not jobs:
+        outcome.elapsed_s = time.perf_counter() - started
+        return outcome
+    before_start = time.perf_counter()
+    if isinstance(backend, RayBackend):
+        backend.start(run_batch, 0)
+        batches = chunks(jobs, batch_size or default_batch_size(backend, len(jobs)))
+    else:
+        batches = chunks(jobs, batch_size or default_batch_size(backend, len(jobs)))
+        backend.start(run_batch, len(batches))
+    outcome.startup_s = time.perf_counter() - before_start
+    outcome.backend = backend.describe()
+    if on_start is not None:
+        on_start(outcome.backend, len(jobs), already)
+    bar = _Progress(spec.episodes, already, progress, label)
+    queue = iter(batches)
+    in_flight: set[Any] = set()
+    error: JobError | None = None
+
+    def absorb(results: list[tuple[Any, Any]]) -> None:
+        nonlocal error
+        for handle, (episodes, failure) in results:
+            in_flight.discard(handle)
+            outcome.ran += store.add_episodes(episodes)
+            bar.update(len(episodes))
+            if failure is not None and error is None:
+                error = failure
+
+    try:
+        try:
+            while True:
+                while error is None and len(in_flight) < backend.slots:
+                    batch = next(queue, None)
+                    if batch is None:
+                        break
+                    in_flight.add(backend.submit(batch))
+                if not in_flight:
+                    break
+                absorb(backend.wait(in_flight))
+                if error is not None:
+                    in_flight = set(backend.cancel(in_flight))
+                    while in_flight:
+                        absorb(backend.wait(in_flight))
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            in_flight = set(backend.cancel(in_flight))
+            try:
+                while in_flight:
+                    absorb(backend.wait(in_flight))
+            except KeyboardInterrupt:  # a second Ctrl-C: leave the running batches behind
+                pass
+    finally:
+        bar.close()
+        backend.close()
+    outcome.elapsed_s = time.perf_counter() - started
+    if error is not None:
+        raise error
+    return outcome
+
+
+# ------------------------------------------------------------------ run: one group through a store
+def evaluate_through_store(store: Store, spec: SweepSpec, backend: LocalBackend | RayBackend, *,
+                           progress: bool = False, command: Sequence[str] = ()) -> Evaluation:
+    """``tepa-bench run``: execute a one-group spec in ``store`` and read its
+    :class:`~.harness.Evaluation` back (``elapsed_s``: this call's wall time).
+    ``KeyboardInterrupt`` when interrupted."""
+    started = time.perf_counter()
+    outcome = execute(store, spec, backend, progress=progress, command=command, label="run")
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    ids = store.add_cells(spec.cells)
+    first = spec.cells[0]
+    evaluation = store.evaluation(first.env_id, first.env_kwargs, first.reader_kwargs,
+                                  list(zip(ids, (c.label for c in spec.cells))), list(spec.seeds))
+    evaluation.elapsed_s = time.perf_counter() - started
+    return evaluation
+
+
+# ------------------------------------------------------------------ reports from a store
+@dataclass
+class GroupReport:
+    """One group of a store: its cells, the seeds every one of them finished, its directory."""
+
+    group_id: str
+    cells: list[StoredCell]
+    seeds: list[int]
+    left_out: int
+    directory: str = ""
+
+    @property
+    def env_id(self) -> str:
+        return self.cells[0].env_id
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        return self.cells[0].env_kwargs
+
+    @property
+    def reader_kwargs(self) -> dict[str, Any]:
+        return self.cells[0].reader_kwargs
+
+
+def store_groups(store: Store) -> list[GroupReport]:
+    """Every group of the store with the seeds finished by all of its cells (the
+    comparisons are paired by seed) and the number of episodes that leaves out."""
+    reports = []
+    for group_id, cells in store.groups().items():
+        per_cell = [set(store.seeds_of(c.id)) for c in cells]
+        common = sorted(set.intersection(*per_cell)) if per_cell else []
+        left_out = sum(len(s) for s in per_cell) - len(common) * len(cells)
+        reports.append(GroupReport(group_id, cells, common, left_out))
+    return reports
+
+
+def group_dir_name(group: GroupReport) -> str:
+    return f"{group.env_id.replace('/', '_')}-{group.group_id[:12]}"
+
+
+def summarize_group(store: Store, group: GroupReport, statistics: Statistics) -> Summary:
+    labels = [c.label for c in group.cells]
+    evaluation = store.evaluation(group.env_id, group.env_kwargs, group.reader_kwargs,
+                                  [(c.id, c.label) for c in group.cells], group.seeds)
+    assert list(evaluation.runs) == labels
+    return summarize(evaluation, baselines=statistics.baselines, alpha=statistics.alpha, n_perm=statistics.n_perm)
+
+
+def write_report(store: Store, out: Path, statistics: Statistics | None = None,
+                 log: Callable[[str], None] = lambda m: None) -> list[tuple[GroupReport, Summary]]:
+    """Write the store's results into ``out``: with one group, ``results.json``,
+    ``results.csv``, ``success.png`` and ``manifest.json`` as ``tepa-bench run`` writes
+    them; with several, one such directory per group (named ``ENV-<group id>``) and
+    ``sweep.json`` listing them. ``elapsed_s`` is the sum of the episodes' wall times.
+    Groups without a seed finished by all their methods are skipped (logged)."""
+    from tepa_envs.agents.evaluation.files import begin_run, write_json_atomic, write_manifest
+    from tepa_envs.agents.evaluation.report import write_results
+
+    statistics = statistics or store.statistics()
+    groups = store_groups(store)
+    if not groups:
+        raise StoreError(f"{store.path} holds no cells: run a sweep into it first")
+    written: list[tuple[GroupReport, Summary]] = []
+    single = len(groups) == 1
+    begin_run(out)
+    for group in groups:
+        if group.left_out:
+            log(f"{group.env_id} {json.dumps(group.env_kwargs)}: {group.left_out} episodes left out "
+                f"(seeds not finished by every method); {len(group.seeds)} seeds reported")
+        if not group.seeds:
+            log(f"{group.env_id} {json.dumps(group.env_kwargs)}: no seed finished by every method; skipped")
+            continue
+        summary = summarize_group(store, group, statistics)
+        directory = out if single else out / group_dir_name(group)
+        group.directory = "." if single else group_dir_name(group)
+        directory.mkdir(parents=True, exist_ok=True)
+        begin_run(directory)
+        files = write_results(summary, directory)
+        write_manifest(directory, files, seeds=summary.seeds, methods=summary.methods, env_id=group.env_id,
+                       env_kwargs=group.env_kwargs, reader_kwargs=group.reader_kwargs, alpha=statistics.alpha,
+                       store=str(store.path), store_schema_version=STORE_SCHEMA_VERSION,
+                       group_id=group.group_id, cells={c.label: c.cell_id for c in group.cells})
+        written.append((group, summary))
+    if not single:
+        index = {"store_schema_version": STORE_SCHEMA_VERSION, "statistics": statistics.to_json(),
+                 "groups": [{"directory": g.directory, "group_id": g.group_id, "env_id": g.env_id,
+                             "env_kwargs": g.env_kwargs, "reader_kwargs": g.reader_kwargs,
+                             "methods": [c.label for c in g.cells], "cells": [c.cell_id for c in g.cells],
+                             "seeds": len(g.seeds), "episodes_left_out": g.left_out} for g, _ in written]}
+        write_json_atomic(out / "sweep.json", index)
+        files = ["sweep.json"] + [f"{g.directory}/{name}" for g, _ in written
+                                  for name in ("results.json", "results.csv", "success.png", "manifest.json")]
+        write_manifest(out, files, seeds=sorted({s for g, _ in written for s in g.seeds}),
+                       methods=list(dict.fromkeys(c.label for g, _ in written for c in g.cells)),
+                       store=str(store.path), store_schema_version=STORE_SCHEMA_VERSION)
+    return written
+
+
+def describe_cells(spec: SweepSpec, store: Store | None) -> list[str]:
+    """``--dry-run``: one line per cell (id, env, kwargs, method, reader kwargs, seeds stored)."""
+    by_id = {c.cell_id: c.id for c in store.cells()} if store is not None else {}
+    seeds = set(spec.seeds)
+    lines = []
+    for cell in spec.cells:
+        done = len(seeds & set(store.seeds_of(by_id[cell.cell_id]))) if store is not None and cell.cell_id in by_id \
+            else 0
+        lines.append(f"{cell.cell_id[:12]}  {cell.env_id}  {json.dumps(cell.env_kwargs)}  {cell.label}  "
+                     f"reader {json.dumps(cell.reader_kwargs)}  {done}/{len(spec.seeds)} stored")
+    return lines
+
+
+def stored_episodes(spec: SweepSpec, store: Store | None) -> int:
+    """How many of the spec's episodes ``store`` already holds."""
+    if store is None:
+        return 0
+    by_id = {c.cell_id: c.id for c in store.cells()}
+    seeds = set(spec.seeds)
+    return sum(len(seeds & set(store.seeds_of(by_id[c.cell_id]))) for c in spec.cells if c.cell_id in by_id)
+
+
+def format_rate(outcome: SweepOutcome) -> str:
+    startup = f", after {outcome.startup_s:.1f}s of start-up" if outcome.startup_s >= 0.05 else ""
+    return f"{outcome.ran:,} episodes in {outcome.elapsed_s:.1f}s ({outcome.rate:.1f} episodes/s{startup})"
+
+
+def cleanup_temp_stores(directory: Path) -> None:
+    """Remove the temporary stores of ``tepa-bench run`` processes that are gone (killed)."""
+    for path in Path(directory).glob(".tepa-run-*.db*"):
+        try:
+            pid = int(path.name.split("-")[2])
+        except (IndexError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+__all__ = ["GroupReport", "SweepOutcome", "describe_cells", "evaluate_through_store", "execute", "plan",
+           "run_batch", "run_episode_job", "store_groups", "stored_episodes", "write_report"]

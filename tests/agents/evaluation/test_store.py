@@ -1,0 +1,169 @@
+"""The SQLite results store: schema round-trip, one row per (cell, seed), WAL, and
+stores it must refuse (a newer schema, not a store) with one line and exit status 2."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tepa_envs.agents.evaluation.cli import main
+from tepa_envs.agents.evaluation.harness import MethodSpec, evaluate, run_job
+from tepa_envs.agents.evaluation.spec import Cell, canonical_json, single_group_spec
+from tepa_envs.agents.evaluation.store import (
+    STORE_SCHEMA_VERSION,
+    Store,
+    StoreError,
+    decode_phase,
+    decode_success,
+    encode_phase,
+    encode_success,
+)
+from tepa_envs.agents.evaluation.sweep import run_batch, run_episode_job
+
+SMALL = {"phase_lengths": [5, 5, 5, 5]}
+ENV = "TEPA/RegimeDrift-v0"
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=300))
+@settings(max_examples=50, deadline=None)
+def test_success_bits_round_trip(bits):
+    success = np.array(bits, dtype=bool)
+    assert np.array_equal(decode_success(encode_success(success), success.size), success)
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=300))
+@settings(max_examples=50, deadline=None)
+def test_phase_run_lengths_round_trip(phases):
+    phase = np.array(phases)
+    assert np.array_equal(decode_phase(encode_phase(phase)), phase)
+
+
+def test_schema_round_trip(tmp_path):
+    """Cells and episodes written, closed, reopened: the same cells, the same episodes
+    bit for bit, and the same Evaluation as the in-memory harness."""
+    path = tmp_path / "r.db"
+    methods = ["tepa", "no-memory", MethodSpec("tepa count", "tepa", {"failed_candidate": "count"})]
+    spec = single_group_spec(ENV, SMALL, methods, range(3), {"follow_prob": 0.95})
+    with Store.open(path) as store:
+        assert store.schema_version() == STORE_SCHEMA_VERSION
+        ids = store.add_cells(spec.cells)
+        assert store.add_cells(spec.cells) == ids  # idempotent
+        jobs = [(ids[i], c.env_id, c.env_kwargs, c.method, s, c.reader_kwargs)
+                for i, c in enumerate(spec.cells) for s in spec.seeds]
+        episodes, error = run_batch(jobs)
+        assert error is None and store.add_episodes(episodes) == len(jobs)
+        assert store.add_episodes(episodes) == 0  # already stored: kept, not duplicated
+    with Store.open(path, create=False) as store:
+        cells = store.cells()
+        assert [c.cell_id for c in cells] == [c.cell_id for c in spec.cells]
+        assert [c.method for c in cells] == methods and [c.label for c in cells] == [c.label for c in spec.cells]
+        assert all(c.env_kwargs == SMALL and c.reader_kwargs == {"follow_prob": 0.95} for c in cells)
+        rows = store.connection.execute(
+            "SELECT cell, seed, n_tasks, successes, success, phase, trials, detection, wall_s FROM episodes "
+            "ORDER BY cell, seed").fetchall()
+        assert rows == sorted((e.cell, e.seed, e.n_tasks, e.successes, e.success, e.phase, e.trials, e.detection,
+                               e.wall_s) for e in episodes)
+        for cell, seed, n_tasks, successes, blob, phase, trials, detection, _ in rows:
+            job = jobs[[(j[0], j[4]) for j in jobs].index((cell, seed))]
+            success, expected_phase, expected_trials = run_job(job[1:])
+            assert np.array_equal(decode_success(blob, n_tasks), success) and successes == success.sum()
+            assert np.array_equal(decode_phase(phase), expected_phase)
+            assert json.loads(trials) == expected_trials and detection is None
+        evaluation = store.evaluation(ENV, SMALL, {"follow_prob": 0.95}, [(c.id, c.label) for c in cells], [0, 1, 2])
+    reference = evaluate(ENV, methods, range(3), env_kwargs=SMALL, reader_kwargs={"follow_prob": 0.95})
+    assert list(evaluation.runs) == list(reference.runs) and evaluation.seeds == reference.seeds
+    assert np.array_equal(evaluation.phase, reference.phase)
+    for label, run in reference.runs.items():
+        assert np.array_equal(evaluation.runs[label].success, run.success)
+        assert evaluation.runs[label].trials == run.trials
+
+
+def test_one_row_per_cell_and_seed_and_wal(tmp_path):
+    with Store.open(tmp_path / "r.db") as store:
+        assert store.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        (cell,) = store.add_cells([Cell(ENV, SMALL, "tepa")])
+        episode = run_episode_job((cell, ENV, SMALL, "tepa", 0, {}))
+        store.add_episodes([episode])
+        with pytest.raises(sqlite3.IntegrityError):
+            store.connection.execute("INSERT INTO episodes (cell, seed, n_tasks, successes, success, phase, trials, "
+                                     "wall_s, code_version) VALUES (?, 0, 1, 0, x'00', '[]', '{}', 0, 'x')", (cell,))
+        assert store.count() == 1 and store.integrity_check() == "ok"
+        version = store.connection.execute("SELECT code_version FROM episodes").fetchone()[0]
+        assert version.startswith(Cell(ENV, SMALL, "tepa").version)
+
+
+def test_cell_identity_is_the_sha256_of_canonical_json():
+    import hashlib
+
+    cell = Cell(ENV, {"phase_lengths": [5, 5, 5, 5], "n_keys": 2}, "tepa", {"follow_prob": 0.9}, "0.1.0")
+    text = ('{"env_id":"TEPA/RegimeDrift-v0","env_kwargs":{"n_keys":2,"phase_lengths":[5,5,5,5]},'
+            '"method":{"spec":"tepa"},"reader_kwargs":{"follow_prob":0.9},"version":"0.1.0"}')
+    assert canonical_json(cell.identity()) == text
+    assert cell.cell_id == hashlib.sha256(text.encode()).hexdigest()
+    # key order does not matter; values, the method and the version do
+    assert Cell(ENV, {"n_keys": 2, "phase_lengths": [5, 5, 5, 5]}, "tepa", {"follow_prob": 0.9},
+                "0.1.0").cell_id == cell.cell_id
+    assert Cell(ENV, {"n_keys": 2, "phase_lengths": [5, 5, 5, 5]}, "tepa", {"follow_prob": 0.9},
+                "0.2.0").cell_id != cell.cell_id
+    assert Cell(ENV, cell.env_kwargs, "lww", cell.reader_kwargs, "0.1.0").group_id == cell.group_id
+
+
+# ------------------------------------------------------------------ stores that must be refused
+def _newer_store(tmp_path):
+    path = tmp_path / "newer.db"
+    with Store.open(path) as store:
+        store.connection.execute("UPDATE schema_version SET version = ?", (STORE_SCHEMA_VERSION + 1,))
+    return path
+
+
+def _foreign_sqlite(tmp_path):
+    path = tmp_path / "other.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    return path
+
+
+def _text_file(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("not a database at all, just some text\n" * 50)
+    return path
+
+
+@pytest.mark.parametrize("make, needle", [(_newer_store, "newer than"), (_foreign_sqlite, "not a tepa-bench store"),
+                                          (_text_file, "not a tepa-bench store")])
+def test_a_store_that_is_not_ours_or_newer_is_refused(tmp_path, make, needle):
+    path = make(tmp_path)
+    with pytest.raises(StoreError, match=needle):
+        Store.open(path)
+
+
+def no_work(*args, **kwargs):
+    raise AssertionError("work started before the store was checked")
+
+
+@pytest.mark.parametrize("command", ["sweep", "report", "run"])
+def test_a_newer_store_is_one_line_exit_2_before_any_work(tmp_path, monkeypatch, capsys, command):
+    import tepa_envs.agents.evaluation.sweep as sweep
+
+    path = _newer_store(tmp_path)
+    monkeypatch.setattr(sweep, "execute", no_work)
+    monkeypatch.setattr(sweep, "evaluate_through_store", no_work)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('seeds = 2\nmethods = ["tepa"]\n[[env]]\nid = "TEPA/RegimeDrift-v0"\n')
+    args = {"sweep": ["sweep", str(spec), "--store", str(path), "--quiet"],
+            "report": ["report", str(path), "--out", str(tmp_path / "out")],
+            "run": ["run", ENV, "--methods", "tepa", "--seeds", "2", "--store", str(path), "--quiet"]}[command]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tepa-bench: error:") and "newer than" in err and "\n" not in err
+
+
+def test_report_of_a_missing_store_is_a_usage_error(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "missing.db"), "--out", str(tmp_path / "out")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "missing.db").exists()
