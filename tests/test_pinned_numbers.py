@@ -7,6 +7,10 @@ History: pinned before the package was reorganised (issue 10; unchanged by it);
 regenerated when the preference reader and user defaults became principled
 (``stated_prob`` 0.15 -> 0.5, ``main_profile_share`` 0.9 -> 0.8: only the
 preference entries and trial budgets moved) and ``tepa-paper`` was added.
+Facts entries regenerated (issue 13) when every method got one front-end: facts
+keyed by frames induced from the record and questions answered by the reader's
+chain through the memory, no per-method BM25 retrieval (append-only and the
+recency baselines now look keys up as TEPA does).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any
 
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.core import PHASE_NAMES
+from tepa_envs.core.drift import POISSON_NAMES, RECURRING_NAMES
 
 READINGS: tuple[str, ...] = ("direct", "chain", "question")
 
@@ -65,16 +66,17 @@ LEXICAL = {"retrieval": "lexical"}
 
 ENV_SETTINGS: dict[str, EnvSettings] = {
     "TEPA/RegimeDrift-v0": EnvSettings(),
+    # Drift scenarios whose phases are not the paper's four (tepa_envs.core.drift.PRESETS).
+    "TEPA/RegimeDrift-Recurring-v0": EnvSettings(phase_names=RECURRING_NAMES),
+    "TEPA/RegimeDrift-Poisson-v0": EnvSettings(phase_names=POISSON_NAMES),
     "TEPA/FileOps-v0": EnvSettings(),
     "TEPA/PreferenceStream-v0": EnvSettings(),
     "TEPA/FactConsolidation-v0": EnvSettings(
-        # The paper's append-only and recency baselines retrieved by lexical top-k;
-        # TEPA, LWW and NoRev look the parsed key up.
-        method_kwargs={"append-only": LEXICAL, "temporal-recency": LEXICAL,
-                       "conflict-aware-recency": LEXICAL, "reactive-forgetting": LEXICAL},
-        # "question": keyed questions (the generator's templates) are read hop by hop as
-        # "chain"; unkeyed ones (real records, facts keyed by induced frames) are mapped
-        # to a key by the reader (tepa_envs.agents.readers.reading.read_question).
+        # One front-end for every method: the environment's fact extraction and the
+        # reader's question understanding (reading "question": keyed questions are read
+        # hop by hop as "chain", unkeyed ones answered by a chain through the memory,
+        # tepa_envs.agents.readers.questions). No per-method arguments: the paper's
+        # lexical (BM25) front-end is its own row, FACTS_EXTRA_ROWS.
         reading="question", decide_phases=(1,), phase_names=("memorize", "questions")),
 }
 
@@ -161,11 +163,18 @@ KEY_NOISE_PAPER: dict[str, tuple[float | None, ...]] = {
 
 # FactConsolidation (substring exact match), per (split, length) of TEPA/FactConsolidation-v0.
 FACTS_METHODS: tuple[str, ...] = ("tepa", "lww", "tepa-norev", "append-only", "temporal-recency")
+FACTS_EXTRA_ROWS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("append-only-bm25", "append-only", LEXICAL),
+)
+"""Rows with a method-specific front-end, each under its own name: (label, method, kwargs).
+``append-only-bm25`` is append-only retrieving the lexical BM25 top-k of the stored
+facts for the question, the paper's front-end for its append-only baseline."""
 PAPER_FACTS: dict[tuple[str, str], dict[str, float]] = {
-    ("sh", "6k"): {"tepa": 0.890, "lww": 0.890, "tepa-norev": 0.630, "append-only": 0.583},
+    ("sh", "6k"): {"tepa": 0.890, "lww": 0.890, "tepa-norev": 0.630, "append-only": 0.583,
+                   "append-only-bm25": 0.583},
     ("sh", "32k"): {"tepa": 0.680},
-    ("mh", "6k"): {"tepa": 0.040, "temporal-recency": 0.070, "append-only": 0.080},
-    ("sh", "262k"): {"tepa": 0.000, "tepa-norev": 0.000, "append-only": 0.350},
+    ("mh", "6k"): {"tepa": 0.040, "temporal-recency": 0.070, "append-only": 0.080, "append-only-bm25": 0.080},
+    ("sh", "262k"): {"tepa": 0.000, "tepa-norev": 0.000, "append-only": 0.350, "append-only-bm25": 0.350},
 }
 
 REPRODUCIBLE: tuple[str, ...] = ("controlled", "executable", "preference", "facts")

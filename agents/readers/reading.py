@@ -6,22 +6,27 @@
   the first hop). Each hop retrieves ``subject|relation`` and the reader's answer
   becomes the next hop's subject; a question without a chain is one hop.
 * :func:`read_question`: questions the environment did not key (``info["key"]``
-  empty, e.g. FactConsolidation facts keyed by induced frames): the question
-  text is mapped to one of the keys streamed so far by subject mention and
-  lexical overlap with the frame (:func:`tepa_envs.facts.extraction.match_question`);
-  the keys come from the environment's optional ``known_keys()`` member (the
-  keys of the ``info["evidence"]`` it streamed). A keyed question is read as
-  :func:`read_chain` reads it.
+  empty, e.g. FactConsolidation facts keyed by frames induced from the record):
+  the reader answers the question text by a chain of hops through the memory
+  (:func:`tepa_envs.agents.readers.questions.answer_question`: an anchor entity,
+  the question's relation words, each hop the memory's current value for a
+  known key). The known keys come from the environment's optional
+  ``known_keys()`` member (the keys of the ``info["evidence"]`` it streamed;
+  what a reader that kept the keys it was shown would know). The chain's last
+  records go to the reader, which states one value. A keyed question is read
+  as :func:`read_chain` reads it. :func:`last_reading` tells which facts the
+  last answer used (its provenance).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Mapping
 
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
 from tepa_envs.agents.readers.task_access import TaskAccess
-from tepa_envs.facts.extraction import match_question
+from tepa_envs.agents.readers.questions import FactIndex, Hop, QuestionReading, answer_question
 
 Reading = Callable[[Memory, EvidenceReader, TaskAccess, Mapping[str, Any]], str]
 
@@ -35,15 +40,27 @@ def read_chain(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: M
     key, context = info["key"], info.get("context", "")
     relations = list(info.get("chain") or ())
     if not relations:
-        return reader.choose(memory.retrieve(key, context), task.choices(key))
+        records = memory.retrieve(key, context)
+        answer = reader.choose(records, task.choices(key))
+        _remember(memory, QuestionReading(answer, (_hop(key, answer, records),), key.partition("|")[0]))
+        return answer
     subject, _, relation = key.partition("|")
-    answer = ""
+    anchor, answer, hops = subject, "", []
     for rel in [relation, *relations]:
-        answer = reader.choose(memory.retrieve(f"{subject}|{rel}", context), ())
+        hop_key = f"{subject}|{rel}"
+        records = memory.retrieve(hop_key, context)
+        answer = reader.choose(records, ())
+        hops.append(_hop(hop_key, answer, records))
         if not answer:
-            return ""
+            break
         subject = answer
+    _remember(memory, QuestionReading(answer, tuple(hops), anchor))
     return answer
+
+
+def _hop(key: str, value: str, records: list[Any]) -> Hop:
+    used = next((r for r in records if r.value == value), None)
+    return Hop(key, value, None if used is None else used.created)
 
 
 def _known_keys(task: TaskAccess) -> tuple[str, ...]:
@@ -55,12 +72,51 @@ def _known_keys(task: TaskAccess) -> tuple[str, ...]:
     return tuple(member())
 
 
+_LAST: "weakref.WeakKeyDictionary[Any, QuestionReading]" = weakref.WeakKeyDictionary()
+_INDEX: list[tuple[tuple[str, ...], FactIndex]] = []
+
+
+def _index_of(keys: tuple[str, ...]) -> FactIndex:
+    """The index of ``keys`` (the last one is kept: keys only grow within an episode)."""
+    if _INDEX and _INDEX[0][0] == keys:
+        return _INDEX[0][1]
+    index = FactIndex(keys)
+    _INDEX[:] = [(keys, index)]
+    return index
+
+
+def last_reading(memory: Memory) -> QuestionReading | None:
+    """How the last unkeyed question read with ``memory`` was answered (anchor, hops:
+    the keys looked up and the values the memory returned), or ``None``."""
+    try:
+        return _LAST.get(memory)
+    except TypeError:
+        return None
+
+
 def read_question(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any]) -> str:
     if info["key"]:
         return read_chain(memory, reader, task, info)
     context = info.get("context", "")
-    key = match_question(context, _known_keys(task)) if context else ""
-    return reader.choose(memory.retrieve(key, context), task.choices(key))
+    last: list[Any] = []
+
+    def retrieve(key: str) -> list[Any]:
+        records = memory.retrieve(key, context)
+        last[:] = records
+        return records
+
+    reading = answer_question(context, _index_of(_known_keys(task)), retrieve) if context else QuestionReading(
+        "", failure="no question")
+    _remember(memory, reading)
+    records = memory.retrieve(reading.hops[-1].key, context) if reading.hops else []
+    return reader.choose(records, ())
+
+
+def _remember(memory: Memory, reading: QuestionReading) -> None:
+    try:
+        _LAST[memory] = reading
+    except TypeError:  # a memory object that cannot be weakly referenced: no provenance
+        pass
 
 
 READINGS: dict[str, Reading] = {"direct": read_direct, "chain": read_chain, "question": read_question}

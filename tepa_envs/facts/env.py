@@ -48,25 +48,30 @@ class EpisodeData:
 ParsedFacts = tuple[tuple[tuple[int, str], ...], tuple[Evidence | None, ...], frozenset[str]]
 
 
-EXTRACTIONS = ("auto", "templates", "induced")
+EXTRACTIONS = ("induced", "templates")
 
 
-def parse_facts(context: str, extraction: str = "templates") -> ParsedFacts:
+def check_extraction(extraction: object) -> str:
+    if extraction not in EXTRACTIONS:
+        raise ValueError(f"extraction must be one of {', '.join(EXTRACTIONS)}, got {extraction!r}")
+    return str(extraction)
+
+
+def parse_facts(context: str, extraction: str = "induced") -> ParsedFacts:
     """The context's facts in serial order, their evidence, and the keys they state.
 
-    ``extraction``: ``"templates"`` keys facts in the generator's templates
-    (:func:`~tepa_envs.facts.loader.parse_fact`, ``subject|relation``);
-    ``"induced"`` keys every fact by the frames induced from the record itself
-    (:func:`~tepa_envs.facts.extraction.induce_facts`, ``subject|{S} frame {O}``);
-    ``"auto"``: templates when they key every fact, else induced.
+    ``extraction``: ``"induced"`` keys every fact by the frames induced from the
+    record itself (:func:`~tepa_envs.facts.extraction.induce_facts`,
+    ``subject|{S} frame {O}``), whatever its sentence forms; ``"templates"``
+    keys only facts in the first generator's templates
+    (:func:`~tepa_envs.facts.loader.parse_fact`, ``subject|relation``), an
+    oracle front-end kept for comparison.
     """
     facts = tuple(sorted(parse_context(context), key=lambda f: f[0]))
-    if extraction not in EXTRACTIONS:
-        raise ValueError(f"extraction must be one of {EXTRACTIONS}, got {extraction!r}")
-    parsed: list[tuple[str, str] | None] = []
-    if extraction != "induced":
+    check_extraction(extraction)
+    if extraction == "templates":
         parsed = [parse_fact(text) for _, text in facts]
-    if extraction == "induced" or (extraction == "auto" and None in parsed):
+    else:
         parsed = [None if f is None else (f.key, f.object) for f in induce_facts([text for _, text in facts])]
     evidence = tuple(None if p is None else Evidence(p[0], p[1], serial, None, "fact")
                      for (serial, _), p in zip(facts, parsed))
@@ -74,7 +79,7 @@ def parse_facts(context: str, extraction: str = "templates") -> ParsedFacts:
 
 
 def prepare_record(record: dict[str, Any], parsed: ParsedFacts | None = None,
-                   extraction: str = "templates") -> EpisodeData:
+                   extraction: str = "induced") -> EpisodeData:
     """Parse a validated record: facts to evidence, questions to keys and chains.
 
     ``parsed`` is :func:`parse_facts` of the record's context when already known.
@@ -88,22 +93,23 @@ def prepare_record(record: dict[str, Any], parsed: ParsedFacts | None = None,
         f"{record['metadata'].get('source', 'factconsolidation')}_no{i}" for i in range(len(record["questions"]))]
     questions = []
     for text, answers, qid in zip(record["questions"], record["answers"], ids):
-        reading = next((r for r in parse_questions(text) if r[0] in known_keys), ("", []))
+        reading = next((r for r in parse_questions(text) if r[0] in known_keys), ("", [])) \
+            if extraction == "templates" else ("", [])
         questions.append(Question(text, tuple(answers), reading[0], tuple(reading[1]), qid))
     return EpisodeData(facts, evidence, tuple(questions), str(record["metadata"].get("source", "")))
 
 
 @lru_cache(maxsize=4)
-def generated_episode(length: str, seed: int, split: str) -> EpisodeData:
+def generated_episode(length: str, seed: int, split: str, extraction: str = "induced") -> EpisodeData:
     """The generated record of one split, parsed (cached; both splits share one parse)."""
-    records, parsed = _generated(length, seed)
-    return prepare_record(records[split], parsed)
+    records, parsed = _generated(length, seed, extraction)
+    return prepare_record(records[split], parsed, extraction)
 
 
 @lru_cache(maxsize=2)
-def _generated(length: str, seed: int) -> tuple[dict[str, dict], ParsedFacts]:
+def _generated(length: str, seed: int, extraction: str) -> tuple[dict[str, dict], ParsedFacts]:
     records = generate_records(length, seed)
-    return records, parse_facts(records["sh"]["context"])
+    return records, parse_facts(records["sh"]["context"], extraction)
 
 
 class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
@@ -122,9 +128,12 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     (:mod:`tepa_envs.facts.data`, 455 / 2,310 / 4,580 / 18,332 facts at 6k /
     32k / 64k / 262k tokens, 100 questions per split) and are rebuilt from the
     reset seed. With ``data_path`` the environment streams real
-    MemoryAgentBench records from a local JSON, JSONL or parquet file instead;
-    facts and questions in templates the parser does not know are still shown
-    in ``info["context"]`` but yield no evidence / no key.
+    MemoryAgentBench records from a local JSON, JSONL or parquet file instead,
+    at any length (the record whose ``metadata.source`` names the split and
+    length). Facts are keyed by frames induced from the record, whatever its
+    sentence forms (``extraction``); a fact no frame fits is still shown in
+    ``info["context"]`` but yields no evidence (:meth:`coverage` tells the
+    share keyed).
 
     ## Action Space
 
@@ -146,9 +155,12 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     ## Evidence and info
 
-    ``info["key"]`` is the question's first-hop key ``subject|relation`` (``""``
-    on memorize steps), ``info["chain"]`` the further relations of a multi-hop
-    question, ``info["context"]`` the chunk of numbered facts or the question.
+    ``info["key"]`` is ``""`` on memorize steps and on questions of the induced
+    front-end (the reader maps the question text); with
+    ``extraction="templates"`` it is the question's first-hop key
+    ``subject|relation`` and ``info["chain"]`` the further relations of a
+    multi-hop question. ``info["context"]`` is the chunk of numbered facts or
+    the question, ``info["qa_pair_id"]`` the question's id.
     After a memorize step ``info["evidence"]`` holds the chunk's facts as
     asserted :class:`~tepa_envs.core.Evidence` (``outcome=None``,
     ``t`` = serial number, ``source="fact"``); after a question step
@@ -163,14 +175,15 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     * ``chunk_facts``: facts per memorize step (default 40, about 540 tokens).
     * ``data_path``: optional local file of MemoryAgentBench records; the record
       whose ``metadata.source`` is ``factconsolidation_<split>_<length>`` is used.
-    * ``extraction``: how facts of a ``data_path`` record are keyed: ``"auto"``
-      (default: the generator's templates when they key every fact, as in the
-      generator's own records, else frames induced from the record,
-      :mod:`tepa_envs.facts.extraction`), ``"templates"`` or ``"induced"``.
-      Induced keys are ``subject|frame`` (``"Victoria Beckham|{S} is married
-      to {O}"``); questions then carry ``key=""`` and the reader maps the
-      question text to a key (reading ``"question"``, which may call
-      :meth:`known_keys`). Generated records always use the templates.
+    * ``extraction``: how facts are keyed, the same for every memory method:
+      ``"induced"`` (default: frames induced from the record itself,
+      :mod:`tepa_envs.facts.extraction`; keys ``subject|frame`` such as
+      ``"Victoria Beckham|{S} is married to {O}"``; questions then carry
+      ``key=""`` and the reader answers the question text by a chain of hops
+      through the memory, reading ``"question"``, which may call
+      :meth:`known_keys`) or ``"templates"`` (an oracle front-end that knows
+      the first generator's templates: keys ``subject|relation``, questions
+      keyed with their relation chain; other sentence forms get no key).
     * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
       Gymnasium, and :meth:`render` then warns and returns ``None``.
     """
@@ -179,14 +192,12 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
                  data_path: str | Path | None = None, render_mode: str | None = None,
-                 extraction: str = "auto") -> None:
+                 extraction: str = "induced") -> None:
         self.split = check_split(split)
         self.length = check_length(length)
         self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
         self.render_mode = check_render_mode(render_mode)
-        if extraction not in EXTRACTIONS:
-            raise ValueError(f"extraction must be one of {EXTRACTIONS}, got {extraction!r}")
-        self.extraction = extraction
+        self.extraction = check_extraction(extraction)
         self.data_path = None if data_path is None else Path(data_path)
         self._loaded = (None if self.data_path is None
                         else prepare_record(select_record(load_records(self.data_path), split, length),
@@ -198,6 +209,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         self.action_space = gym.spaces.Text(MAX_ANSWER_LENGTH, min_length=0,
                                             charset="".join(sorted(ANSWER_CHARSET)))
         self.data: EpisodeData | None = None
+        self._known: tuple[int, tuple[str, ...]] = (-1, ())
         self._t = 0
         self._last_line = ""
 
@@ -209,11 +221,12 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             self.data = self._loaded
         else:
             data_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
-            self.data = generated_episode(self.length, int(data_seed), self.split)
+            self.data = generated_episode(self.length, int(data_seed), self.split, self.extraction)
         self._n_chunks = -(-len(self.data.facts) // self.chunk_facts)
         self._n_steps = self._n_chunks + len(self.data.questions)
         self._t = 0
         self._last_line = ""
+        self._known: tuple[int, tuple[str, ...]] = (-1, ())
         return self._observation(), self._info((), None, "")
 
     def step(self, action: Any):
@@ -260,8 +273,17 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         kept the keys of ``info["evidence"]`` would know), in stream order, unique."""
         if self.data is None:
             return ()
-        shown = self.data.evidence[:min(self._t, self._n_chunks) * self.chunk_facts]
-        return tuple(dict.fromkeys(e.key for e in shown if e is not None))
+        shown = min(self._t, self._n_chunks) * self.chunk_facts
+        if self._known[0] != shown:
+            self._known = (shown, tuple(dict.fromkeys(e.key for e in self.data.evidence[:shown] if e is not None)))
+        return self._known[1]
+
+    def coverage(self) -> float | None:
+        """The share of the record's fact sentences the extraction keyed (``None`` before reset)."""
+        data = self.data if self.data is not None else self._loaded
+        if data is None or not data.evidence:
+            return None
+        return sum(e is not None for e in data.evidence) / len(data.evidence)
 
     # ------------------------------------------------------------------ helpers
     def _observation(self) -> dict[str, Any]:

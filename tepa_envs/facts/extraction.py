@@ -6,47 +6,54 @@ constant prefix ``P`` (possibly empty), the subject slot, a constant middle
 ``M`` and the object slot, which is the sentence's tail (the value a later
 fact may override). Frames are induced from the data alone:
 
-1. Every split of a sentence into ``P``/``S``/``M``/``O`` (word tokens) is a
-   candidate frame ``(P, M)``.
+1. Every split of a sentence into ``P``/``S``/``M``/``O`` (word tokens; a
+   possessive ``'s`` is its own token) is a candidate frame ``(P, M)``.
 2. A candidate is *attested* when at least two sentences fit it with at least
-   two different subjects and at least two different objects (a frame that
-   absorbed words of its subject or object would see one filler only).
-3. Each sentence takes its attested frame with the most constant words (ties:
-   the frame more sentences fit, then the shorter prefix).
-4. Consolidation: a chosen frame ``(P, M + w...)`` that extends a chosen frame
-   ``(P, M)`` which at least half as many sentences chose had absorbed the start of
-   its objects ("... is a citizen of United {O}") and is folded into ``(P, M)``;
-   and (facts about the same subject that share a long prefix and differ in
-   the tail are the same subject and relation) when one sentence's keyed
-   prefix ``P S M`` is a proper word prefix of another's, the longer one takes
-   the shorter boundary.
+   two different subjects and two different objects (a frame built from one
+   sentence, from one subject's facts or around one object says nothing
+   about a relation).
+3. Each sentence first takes its attested frame with the most constant words
+   (ties: the frame more sentences fit, then the shorter prefix).
+4. Minimum description length: a frame that absorbed words of its fillers
+   ("Thomas {S} was born in the city of {O}" for two people named Thomas, "{S}
+   is a citizen of United {O}", "Karen Armstrong is affiliated with the {S} of
+   {O}") is given up when that shortens the description of the record. The
+   description counts the constant words of every frame in use once and the
+   words of every distinct entity string (subject or object) once; frames are
+   visited from the least used, and all sentences of a frame move together,
+   each to the alternative frame that adds the fewest new words, when the
+   move makes the description strictly shorter. Entities shared between
+   facts (the object of one fact is the subject of another, as in multi-hop
+   chains) are therefore kept whole.
+5. Facts about the same subject that share a long prefix and differ in the
+   tail are the same subject and relation: when one sentence's keyed prefix
+   ``P S M`` is a proper word prefix of another's, the longer one takes the
+   shorter boundary.
+6. Scale: a record of more than :data:`SAMPLE` sentences induces its frames
+   from an evenly spread sample of that many and keys every sentence by the
+   fitting sampled frame with the most constant words; sentences that fit
+   none are induced again together with the sample.
 
 A sentence no attested frame fits is not keyed (``None``). The key is
 ``"<subject>|<frame>"`` with the frame as a slot string,
 e.g. ``"Victoria Beckham|{S} is married to {O}"``.
 
-:func:`match_question` is the core of question understanding (used by the
-reader strategy ``read_question`` in :mod:`tepa_envs.agents.readers.reading`,
-not by the environment): it maps a single-hop question to one of the keys the
-memory may know, by a subject mention in the question and lexical overlap
-between the question's remaining words and the frame's content words.
-
-``lexicon`` (optional plug-in, both functions): a mapping from a question word
-to extra words it may stand for (``{"spouse": ("married",)}``), consulted when
-overlapping question and frame words; empty by default, and nothing in this
-module depends on one.
+Question understanding (mapping a question to keys and hops) is the reader's
+work: :mod:`tepa_envs.agents.readers.questions`.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Sequence
 
 SUBJECT, OBJECT = "{S}", "{O}"
 
-Lexicon = Mapping[str, Sequence[str]]
+Words = tuple[str, ...]
+Frame = tuple[Words, Words]   # (prefix, middle)
+_POSSESSIVE = re.compile(r"^(.*\w)('s|’s)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,140 +66,302 @@ class InducedFact:
     def key(self) -> str:
         return f"{self.subject}|{self.frame}"
 
+    @property
+    def head(self) -> str:
+        """The sentence without its object: the frame with the subject filled in."""
+        return self.frame.replace(SUBJECT, self.subject).replace(OBJECT, "").strip()
 
-def _tokens(text: str) -> tuple[str, ...]:
+
+def _tokens(text: str) -> Words:
     text = text.strip()
     if text.endswith("."):
         text = text[:-1]
-    return tuple(text.split())
+    words: list[str] = []
+    for word in text.split():
+        match = _POSSESSIVE.match(word)
+        words.extend(match.groups() if match else (word,))
+    return tuple(words)
+
+
+def _join(words: Sequence[str]) -> str:
+    return " ".join(words).replace(" 's", "'s").replace(" ’s", "’s")
 
 
 def _frame(prefix: Sequence[str], middle: Sequence[str]) -> str:
-    return " ".join([*prefix, SUBJECT, *middle, OBJECT])
+    return _join([*prefix, SUBJECT, *middle, OBJECT])
 
 
-def induce_facts(texts: Sequence[str]) -> list[InducedFact | None]:
+def _size(frame: Frame) -> int:
+    return len(frame[0]) + len(frame[1])
+
+
+SAMPLE = 2000
+"""Records with more sentences induce their frames from an evenly spread sample of
+this many sentences and key every sentence by the sample's frames (step 6)."""
+
+
+def induce_facts(texts: Sequence[str], sample: int | None = SAMPLE) -> list[InducedFact | None]:
     """``(subject, frame, object)`` of every sentence, induced from all of them (see the module)."""
     sentences = [_tokens(t) for t in texts]
-    fits: dict[tuple, list[tuple[int, tuple[str, ...], tuple[str, ...]]]] = defaultdict(list)
-    for n, words in enumerate(sentences):
-        size = len(words)
-        for i in range(size - 2):
-            for j in range(i + 1, size - 1):
-                for k in range(j + 1, size):
-                    fits[(words[:i], words[j:k])].append((n, words[i:j], words[k:]))
-    attested: dict[tuple, int] = {}
-    for frame, rows in fits.items():
-        if len(rows) >= 2 and len({r[1] for r in rows}) >= 2 and len({r[2] for r in rows}) >= 2:
-            attested[frame] = len({r[0] for r in rows})
-    best: list[tuple[tuple, int, int] | None] = [None] * len(sentences)
-    best_score: list[tuple] = [()] * len(sentences)
-    for frame, support in attested.items():
-        prefix, middle = frame
-        score = (len(prefix) + len(middle), support, -len(prefix))
-        for n, subject, obj in fits[frame]:
-            if best[n] is None or score > best_score[n]:
-                best[n], best_score[n] = (frame, len(subject), len(obj)), score
-    # consolidation of frames: a chosen frame whose middle extends a chosen frame of the same
-    # prefix with at least half as many sentences absorbed the start of its objects
-    chosen_count: dict[tuple, int] = defaultdict(int)
-    for b in best:
-        if b is not None:
-            chosen_count[b[0]] += 1
-    for n, chosen in enumerate(best):
-        if chosen is None:
-            continue
-        (prefix, middle), s_len, o_len = chosen
-        for cut in range(len(middle) - 1, 0, -1):
-            shorter = (prefix, middle[:cut])
-            if 2 * chosen_count.get(shorter, 0) >= chosen_count[(prefix, middle)]:
-                best[n] = (shorter, s_len, o_len + len(middle) - cut)
-                break
-    # consolidation of facts: a keyed prefix that extends another keyed prefix absorbed its object's start
-    heads = {sentences[n][:len(sentences[n]) - b[2]] for n, b in enumerate(best) if b is not None}
+    if sample is not None and len(sentences) > sample:
+        chosen, fillers = _by_sampled_frames(sentences, sample)
+    else:
+        options = _attested_frames(sentences)
+        chosen = [max(opts, key=lambda f: (_size(f), opts[f][2], -len(f[0]))) if opts else None
+                  for opts in options]
+        _shorten_description(chosen, options)
+        fillers = [None if f is None else options[n][f][:2] for n, f in enumerate(chosen)]
+    # facts about one subject and relation: a keyed prefix that extends another keyed
+    # prefix absorbed the start of its object
+    heads: set[Words] = set()
+    for n, filler in enumerate(fillers):
+        if filler is not None:
+            heads.add(sentences[n][:len(sentences[n]) - len(filler[1])])
     facts: list[InducedFact | None] = []
-    for n, chosen in enumerate(best):
-        if chosen is None:
+    for n, frame in enumerate(chosen):
+        if frame is None or fillers[n] is None:
             facts.append(None)
             continue
-        (prefix, middle), s_len, o_len = chosen
+        (prefix, middle), (subject, obj) = frame, fillers[n]
         words = sentences[n]
-        head_len = len(words) - o_len
-        shorter = next((h for h in range(len(prefix) + s_len + 1, head_len) if words[:h] in heads), None)
+        head_len = len(words) - len(obj)
+        start = len(prefix) + len(subject) + 1
+        shorter = next((h for h in range(start, head_len) if words[:h] in heads), None)
         if shorter is not None:
-            middle = words[len(prefix) + s_len:shorter]
-            o_len = len(words) - shorter
-        subject = " ".join(words[len(prefix):len(prefix) + s_len])
-        facts.append(InducedFact(subject, _frame(prefix, middle), " ".join(words[len(words) - o_len:])))
+            middle, obj = words[len(prefix) + len(subject):shorter], words[shorter:]
+        facts.append(InducedFact(_join(subject), _frame(prefix, middle), _join(obj)))
     return facts
 
 
-# ------------------------------------------------------------ questions
-_WORD = re.compile(r"[\w']+")
-_STOP = frozenset("""a an the of in on at to by for with from as and or is are was were be been be
-    what which who whom whose where when how does do did has have had that this his her its their
-    there name named""".split())
+def _by_sampled_frames(sentences: Sequence[Words], sample: int
+                       ) -> tuple[list[Frame | None], list[tuple[Words, Words] | None]]:
+    """Step 6: frames induced on a spread sample; every sentence takes the fitting
+    frame with the most constant words (then the more used one); sentences no
+    sampled frame fits are induced again together with the sample."""
+    step = len(sentences) / sample
+    picked = sorted({int(i * step) for i in range(sample)})
+    options = _attested_frames([sentences[i] for i in picked])
+    chosen = [max(opts, key=lambda f: (_size(f), opts[f][2], -len(f[0]))) if opts else None for opts in options]
+    _shorten_description(chosen, options)
+    usage = Counter(f for f in chosen if f is not None)
+    frames = sorted(usage, key=lambda f: (-_size(f), -usage[f], len(f[0])))
+    out_frames: list[Frame | None] = []
+    out_fillers: list[tuple[Words, Words] | None] = []
+    missing: list[int] = []
+    for n, words in enumerate(sentences):
+        fit = _first_fit(words, frames)
+        if fit is None:
+            missing.append(n)
+        out_frames.append(None if fit is None else fit[0])
+        out_fillers.append(None if fit is None else fit[1:])
+    if missing:
+        extra = sorted(set(missing) | set(picked))
+        again = induce_facts([" ".join(sentences[i]) for i in extra], sample=None)
+        for i, fact in zip(extra, again):
+            if i in set(missing) and fact is not None:
+                words = sentences[i]
+                obj = _tokens(fact.object)
+                head = words[:len(words) - len(obj)]
+                subject = _tokens(fact.subject)
+                prefix_len = next((p for p in range(len(head) - len(subject) + 1)
+                                   if head[p:p + len(subject)] == subject), 0)
+                out_frames[i] = (head[:prefix_len], head[prefix_len + len(subject):])
+                out_fillers[i] = (subject, obj)
+    return out_frames, out_fillers
 
 
-def _content(text: str) -> list[str]:
-    words = []
-    for w in _WORD.findall(text.lower()):
-        w = w[:-2] if w.endswith("'s") else w
-        if w and w not in _STOP:
-            words.append(w)
-    return words
+_SEP = "\x1f"
 
 
-def _alike(a: str, b: str) -> bool:
-    """Same word up to inflection: one a prefix of the other (3+ letters) or a shared 5-letter stem."""
-    short, long_ = sorted((a, b), key=len)
-    return (len(short) >= 3 and long_.startswith(short)) or (len(short) >= 5 and short[:5] == long_[:5])
-
-
-def _overlap(question_words: Iterable[str], frame_words: Sequence[str], lexicon: Lexicon) -> int:
-    score = 0
-    for word in question_words:
-        senses = (word, *lexicon.get(word, ()))
-        if any(_alike(s, f) for s in senses for f in frame_words):
-            score += 1
-    return score
-
-
-def _mentions(question: str, subject: str) -> tuple[int, int] | None:
-    """Character span of ``subject`` in ``question`` as whole words (case-insensitive), or None."""
-    match = re.search(r"(?<![\w])" + re.escape(subject.lower()) + r"(?![\w])", question.lower())
-    return None if match is None else match.span()
-
-
-def match_question(question: str, keys: Iterable[str], lexicon: Lexicon | None = None) -> str:
-    """The key (``subject|frame``) a single-hop question asks about, or ``""``.
-
-    Candidates are keys whose subject the question mentions; each scores the
-    overlap between the question's words outside the subject and the frame's
-    content words (``lexicon`` may add senses to question words). The highest
-    overlap wins, then the longer subject mention. No candidate with overlap
-    gives ``""`` unless exactly one frame is known for the mentioned subject.
-    """
-    lexicon = lexicon or {}
-    by_subject: dict[str, set[str]] = defaultdict(set)
-    for key in keys:
-        subject, sep, frame = key.partition("|")
-        if sep and _content(subject):
-            by_subject[subject].add(frame)
-    best: tuple[int, int, str] | None = None
-    for subject, frames in by_subject.items():
-        span = _mentions(question, subject)
-        if span is None:
+def _first_fit(words: Words, frames: Sequence[Frame]) -> tuple[Frame, Words, Words] | None:
+    """The first of ``frames`` that ``words`` fit (shortest subject), with its fillers."""
+    text = _SEP + _SEP.join(words) + _SEP
+    for frame in frames:
+        prefix, middle = frame
+        start = len(_SEP.join(prefix)) + 1 if prefix else 0
+        if prefix and not text.startswith(_SEP + _SEP.join(prefix) + _SEP):
             continue
-        rest = _content(question[:span[0]] + " " + question[span[1]:])
-        for frame in sorted(frames):
-            overlap = _overlap(rest, _content(frame.replace(SUBJECT, " ").replace(OBJECT, " ")), lexicon)
-            if overlap == 0 and len(frames) > 1:
+        # the subject takes at least one word, the object at least one
+        first = text.find(_SEP, start + 1)
+        at = text.find(_SEP + _SEP.join(middle) + _SEP, first)
+        if first < 0 or at < 0:
+            continue
+        end = at + len(_SEP.join(middle)) + 2
+        if end >= len(text):
+            continue
+        i, j = len(prefix), text.count(_SEP, 0, at)
+        k = j + len(middle)
+        return frame, words[i:j], words[k:]
+    return None
+
+
+def _attested_frames(sentences: Sequence[Words]) -> list[dict[Frame, tuple[Words, Words, int]]]:
+    """Per sentence, every attested frame it fits: ``frame -> (subject, object, support)``."""
+    fits: dict[Frame, list[tuple[int, Words, Words]]] = defaultdict(list)
+    for n, words in enumerate(sentences):
+        size = len(words)
+        for i in range(size - 2):
+            prefix = words[:i]
+            for j in range(i + 1, size - 1):
+                for k in range(j + 1, size):
+                    fits[(prefix, words[j:k])].append((n, words[i:j], words[k:]))
+    options: list[dict[Frame, tuple[Words, Words, int]]] = [{} for _ in sentences]
+    for frame, rows in fits.items():
+        if len(rows) < 2:
+            continue
+        members = {r[0] for r in rows}
+        if len(members) < 2 or len({r[1] for r in rows}) < 2 or len({r[2] for r in rows}) < 2:
+            continue
+        for n, subject, obj in rows:
+            # a sentence that fits a frame in two ways takes the shorter subject
+            if frame not in options[n] or len(subject) < len(options[n][frame][0]):
+                options[n][frame] = (subject, obj, len(members))
+    return options
+
+
+def _shorten_description(chosen: list[Frame | None],
+                         options: Sequence[dict[Frame, tuple[Words, Words, int]]]) -> None:
+    """Step 4 of the module: move whole frames' sentences while the description shrinks."""
+    lexicon: Counter[Words] = Counter()
+    usage: Counter[Frame] = Counter()
+    members: dict[Frame, list[int]] = defaultdict(list)
+    for n, frame in enumerate(chosen):
+        if frame is not None:
+            subject, obj, _ = options[n][frame]
+            lexicon[subject] += 1
+            lexicon[obj] += 1
+            usage[frame] += 1
+            members[frame].append(n)
+    for _ in range(4):
+        changed = _affix_moves(chosen, options, lexicon, usage, members)
+        for frame in sorted(usage, key=lambda f: (usage[f], f)):
+            if usage[frame] == 0:
                 continue
-            candidate = (overlap, len(subject), f"{subject}|{frame}")
-            if best is None or candidate[:2] > best[:2]:
-                best = candidate
-    return "" if best is None else best[2]
+            group = [n for n in members[frame] if chosen[n] == frame]
+            moves = _group_move(frame, group, options, lexicon, usage)
+            if moves is None:
+                continue
+            for n, target in moves:
+                _move(n, frame, target, chosen, options, lexicon, usage, members)
+            changed = True
+        if not changed:
+            return
 
 
-__all__ = ["InducedFact", "induce_facts", "match_question"]
+def _affix_moves(chosen: list[Frame | None], options: Sequence[dict[Frame, tuple[Words, Words, int]]],
+                 lexicon: Counter[Words], usage: Counter[Frame], members: dict[Frame, list[int]]) -> bool:
+    """Give one affix back to the entities in every frame that absorbed it, jointly.
+
+    An affix is a run of frame words next to a slot (``Republic of`` before
+    ``{O}`` in "{S} is a citizen of Republic of {O}" and before ``{S}`` in "The
+    capital of Republic of {S} is {O}"): frames that each absorbed the same start
+    (or end) of their entities are moved together to their shorter parents when
+    that shortens the description. Returns whether anything moved."""
+    groups: dict[tuple[str, Words], dict[Frame, Frame]] = defaultdict(dict)
+    for frame, used in usage.items():
+        if used <= 0:
+            continue
+        prefix, middle = frame
+        for k in range(1, len(prefix) + 1):                      # the subject's start
+            groups[("start", prefix[-k:])].setdefault(frame, (prefix[:-k], middle))
+        for k in range(1, len(middle)):
+            groups[("end", middle[:k])].setdefault(frame, (prefix, middle[k:]))     # the subject's end
+            groups[("start", middle[-k:])].setdefault(frame, (prefix, middle[:-k]))  # the object's start
+    moved = False
+    for _, parents in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+        if len(parents) < 2 or any(usage[f] <= 0 for f in parents):
+            continue
+        change: Counter[Words] = Counter()
+        frame_delta = 0
+        moves: list[tuple[int, Frame, Frame]] = []
+        opened: set[Frame] = set()
+        for frame, parent in parents.items():
+            group = [n for n in members[frame] if chosen[n] == frame]
+            if not all(parent in options[n] for n in group):
+                break
+            frame_delta -= _size(frame)
+            if usage[parent] == 0 and parent not in opened and parent not in parents:
+                frame_delta += _size(parent)
+                opened.add(parent)
+            for n in group:
+                for x in options[n][frame][:2]:
+                    change[x] -= 1
+                for x in options[n][parent][:2]:
+                    change[x] += 1
+                moves.append((n, frame, parent))
+        else:
+            delta = frame_delta
+            for x, d in change.items():
+                before, after = lexicon[x], lexicon[x] + d
+                if before > 0 and after <= 0:
+                    delta -= len(x)
+                elif before <= 0 and after > 0:
+                    delta += len(x)
+            if delta < 0:
+                for n, frame, parent in moves:
+                    _move(n, frame, parent, chosen, options, lexicon, usage, members)
+                moved = True
+    return moved
+
+
+def _move(n: int, frame: Frame, target: Frame, chosen: list[Frame | None],
+          options: Sequence[dict[Frame, tuple[Words, Words, int]]], lexicon: Counter[Words],
+          usage: Counter[Frame], members: dict[Frame, list[int]]) -> None:
+    for x in options[n][frame][:2]:
+        lexicon[x] -= 1
+    for x in options[n][target][:2]:
+        lexicon[x] += 1
+    usage[frame] -= 1
+    usage[target] += 1
+    members[target].append(n)
+    chosen[n] = target
+
+
+def _group_move(frame: Frame, group: Sequence[int], options: Sequence[dict[Frame, tuple[Words, Words, int]]],
+                lexicon: Counter[Words], usage: Counter[Frame]) -> list[tuple[int, Frame]] | None:
+    """The moves of ``frame``'s sentences to other frames when they shorten the description, else None."""
+    change: Counter[Words] = Counter()
+    for n in group:
+        subject, obj, _ = options[n][frame]
+        change[subject] -= 1
+        change[obj] -= 1
+    # the most the move can save: the frame's words and every entity string it alone uses
+    saving = _size(frame) + sum(len(x) for x, d in change.items() if lexicon[x] + d <= 0)
+    added = 0
+    opened: set[Frame] = set()
+    moves: list[tuple[int, Frame]] = []
+    for n in group:
+        best: tuple[tuple[int, int, int], Frame] | None = None
+        for target, (subject, obj, support) in options[n].items():
+            if target == frame:
+                continue
+            cost = 0 if usage[target] > 0 or target in opened else _size(target)
+            cost += sum(len(x) for x in {subject, obj} if lexicon[x] + change[x] <= 0)
+            rank = (cost, -_size(target), -support)
+            if best is None or rank < best[0]:
+                best = (rank, target)
+        if best is None:
+            return None
+        target = best[1]
+        if usage[target] == 0 and target not in opened:
+            added += _size(target)
+            opened.add(target)
+        subject, obj, _ = options[n][target]
+        for x in (subject, obj):
+            if lexicon[x] + change[x] <= 0:
+                added += len(x)
+            change[x] += 1
+        if added >= saving:
+            return None
+        moves.append((n, target))
+    delta = -_size(frame) + sum(_size(t) for t in opened)
+    for x, d in change.items():
+        before, after = lexicon[x], lexicon[x] + d
+        if before > 0 and after <= 0:
+            delta -= len(x)
+        elif before <= 0 and after > 0:
+            delta += len(x)
+    return moves if delta < 0 else None
+
+
+__all__ = ["InducedFact", "induce_facts"]

@@ -1,118 +1,136 @@
-"""Data-driven fact extraction on sentence forms it has never seen.
+"""Fact extraction and question understanding on seen and held-out sentence forms.
 
-The held-out forms below appear nowhere in tepa_envs/facts/extraction.py (nor
-in the generator's templates): the extractor must induce their frames from the
-record itself, and the reader must map the questions onto them.
+Seen forms: the generator's templates and the official MemoryAgentBench rows (the
+development data). Held-out forms (tests/facts/held_out.py): written for these
+tests only, absent from the extractor, the question reader, the lexicon and the
+generator (checked below). Targets (issue 13): extraction coverage >= 90 % and
+single-hop EM within 0.05 of the seen forms.
 """
 
+import importlib.util
 import json
+import re
+from collections import namedtuple
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents import make_memory
 from tepa_envs.agents.evaluation.facts import score_method
-from tepa_envs.facts.extraction import induce_facts, match_question
+from tepa_envs.agents.readers.questions import FactIndex, alike, answer_question
+from tepa_envs.facts.extraction import induce_facts
+from tepa_envs.facts.loader import parse_context
+from tepa_envs.facts.metric import substring_exact_match
+
+
+def _load_held_out():
+    spec = importlib.util.spec_from_file_location("held_out", Path(__file__).with_name("held_out.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+held_out = _load_held_out()
+FORMS, held_out_records = held_out.FORMS, held_out.held_out_records
 
 ENV_ID = "TEPA/FactConsolidation-v0"
-
-# held-out fact forms and questions: (fact, question)
-FORMS = {
-    "pet": ("{s} keeps a pet named {o}.", "What is the name of {s}'s pet?"),
-    "colour": ("The favourite colour of {s} is {o}.", "What is the favourite colour of {s}?"),
-    "commute": ("{s} commutes to work by {o}.", "How does {s} commute to work?"),
-    "trade": ("{s} was trained as a {o}.", "What was {s} trained as?"),
-}
-PEOPLE = ["Mira Tolland", "Osric Vane", "Petra Quillon", "Dov Hartigan", "Lena Sorbet", "Yusuf Amari",
-          "Greta Holm", "Ivo Marsh"]
-VALUES = {
-    "pet": ["Biscuit", "Captain Whiskers", "Nugget", "Pepper", "Rolo", "Sir Fluff", "Mochi", "Ziggy",
-            "Tofu", "Bramble", "Odin", "Clementine"],
-    "colour": ["teal", "crimson", "ochre", "lilac", "navy blue", "saffron", "mint green", "charcoal",
-               "amber", "coral", "indigo", "olive"],
-    "commute": ["bicycle", "tram", "ferry", "electric scooter", "bus", "car", "train", "canoe",
-                "motorbike", "horse", "skateboard", "cable car"],
-    "trade": ["carpenter", "glassblower", "pastry chef", "welder", "luthier", "nurse", "stonemason",
-              "pilot", "tailor", "locksmith", "baker", "jeweller"],
-}
+ROOT = Path(__file__).resolve().parents[2]
+Shown = namedtuple("Shown", "value created")
 
 
-def held_out_record():
-    facts, latest = [], {}
-    for i, person in enumerate(PEOPLE):
-        for form, (fact, _) in FORMS.items():
-            value = VALUES[form][i]
-            facts.append(fact.format(s=person, o=value))
-            latest[person, form] = value
-    for i, person in enumerate(PEOPLE[:4]):  # overrides: newer facts, other values
-        for form, (fact, _) in FORMS.items():
-            value = VALUES[form][8 + i]
-            facts.append(fact.format(s=person, o=value))
-            latest[person, form] = value
-    questions = [(FORMS[form][1].format(s=person), value) for (person, form), value in latest.items()]
-    record = {
-        "context": "Here is a list of facts:\n" + "\n".join(f"{n}. {f}" for n, f in enumerate(facts)),
-        "questions": [q for q, _ in questions],
-        "answers": [[a] for _, a in questions],
-        "metadata": {"source": "factconsolidation_sh_6k"},
-    }
-    return record, facts, latest
-
-
-def test_held_out_forms_are_induced_with_their_subjects_and_objects():
-    _, facts, latest = held_out_record()
-    induced = induce_facts(facts)
-    keyed = [f for f in induced if f is not None]
-    assert len(keyed) >= 0.9 * len(facts)
-    assert {f.frame for f in keyed} >= {"{S} keeps a pet named {O}", "The favourite colour of {S} is {O}"}
+def newest_memory(context: str):
+    """(index, retrieve) of a memory that keeps the newest value per induced key."""
+    facts = parse_context(context)
     newest = {}
-    for fact in keyed:
-        newest[fact.key] = fact.object
-    assert len(newest) == len(latest)  # overrides share subject and frame
-    assert sorted(newest.values()) == sorted(latest.values())
+    for (serial, _), fact in zip(facts, induce_facts([text for _, text in facts])):
+        if fact is not None:
+            newest[fact.key] = Shown(fact.object, serial)
+    return FactIndex(newest), lambda key: [newest[key]] if key in newest else []
 
 
-def test_held_out_questions_map_to_the_induced_keys():
-    record, facts, _ = held_out_record()
-    keys = [f.key for f in induce_facts(facts) if f is not None]
-    assert match_question("What is the name of Osric Vane's pet?", keys) == "Osric Vane|{S} keeps a pet named {O}"
-    assert match_question("How does Ivo Marsh commute to work?", keys) == "Ivo Marsh|{S} commutes to work by {O}"
-    assert match_question("What is the name of Nobody's pet?", keys) == ""
-    mapped = [match_question(q, keys) for q in record["questions"]]
-    assert sum(bool(k) for k in mapped) >= 0.9 * len(mapped)
+def exact_match(record, lexicon=None) -> float:
+    index, retrieve = newest_memory(record["context"])
+    hits = [substring_exact_match(answer_question(q, index, retrieve, lexicon=lexicon).answer, a)
+            for q, a in zip(record["questions"], record["answers"])]
+    return sum(hits) / len(hits)
 
 
-def test_held_out_record_through_the_env_and_reader(tmp_path):
-    record, _, _ = held_out_record()
+# ------------------------------------------------------------------ held-out forms
+def test_held_out_forms_appear_nowhere_in_the_front_end_or_the_generator():
+    sources = " ".join((ROOT / path).read_text(encoding="utf-8").lower() for path in (
+        "tepa_envs/facts/extraction.py", "tepa_envs/facts/data.py", "tepa_envs/facts/templates.py",
+        "agents/readers/questions.py", "agents/readers/lexicon.py") if (ROOT / path).exists())
+    for _, _, fact, question, _ in FORMS.values():
+        for text in (fact, question):
+            for part in re.split(r"\{[so]\}", text.lower()):
+                words = part.strip(" .?'s").split()
+                if len(words) >= 3:  # a constant phrase of three or more words
+                    assert " ".join(words) not in sources, f"held-out phrase {part!r} is in the front-end"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_held_out_forms_are_extracted_with_their_subjects_and_objects(seed):
+    records = held_out_records(seed)
+    facts = parse_context(records["sh"]["context"])
+    induced = induce_facts([text for _, text in facts])
+    truth = records["world"]["facts"]
+    correct = sum(f is not None and f.subject == s and f.object == v for f, ((s, _), v) in zip(induced, truth))
+    assert correct >= 0.9 * len(truth)  # measured 100 %
+    frames = {f.frame for f in induced if f is not None}
+    assert {"{S} keeps a pet named {O}", "The favourite colour of {S} is {O}", "{S} lies on the river {O}"} <= frames
+
+
+def test_held_out_single_hop_em_is_within_005_of_the_seen_forms(real_rows):
+    seen = exact_match(json.loads((real_rows / "factconsolidation_sh_6k.json").read_text())[0])
+    held = [exact_match(held_out_records(seed)["sh"]) for seed in range(3)]
+    assert seen >= 0.95  # measured 1.00
+    assert min(held) >= seen - 0.05  # measured 1.00 on every seed
+
+
+def test_held_out_multi_hop_and_the_lexicon_plug_in():
+    records = held_out_records(0)
+    with_lexicon = exact_match(records["mh"])
+    without = exact_match(records["mh"], lexicon={})
+    assert with_lexicon >= 0.8  # measured 0.92
+    assert without >= 0.6       # measured 0.83: word overlap alone, no relation lexicon
+    assert exact_match(records["sh"], lexicon={}) >= 0.7  # measured 0.81 (paraphrases fail without it)
+
+
+def test_held_out_record_through_the_env_and_every_front_end_shared(tmp_path):
+    records = held_out_records(1)
     path = tmp_path / "held_out.json"
-    path.write_text(json.dumps([record]), encoding="utf-8")
-    env = gym.make(ENV_ID, split="sh", length="6k", data_path=path)
-    evidence = env.unwrapped._loaded.evidence
-    assert sum(e is not None for e in evidence) >= 0.9 * len(evidence)
-    _, info = env.reset(seed=0)
-    assert env.unwrapped.known_keys() == ()
-    score, n = score_method(env, "tepa", 0)
-    assert n == len(record["questions"]) and score >= 0.9
-    assert score_method(env, "lww", 0)[0] >= 0.9
-    assert score_method(env, "tepa-norev", 0)[0] < 0.9  # the overrides matter
-    assert score_method(env, "no-memory", 0)[0] == 0.0
+    path.write_text(json.dumps([records["sh"], records["mh"]]), encoding="utf-8")
+    sh = gym.make(ENV_ID, split="sh", length="6k", data_path=path)
+    assert sh.unwrapped.known_keys() == ()
+    assert score_method(sh, "tepa", 0)[0] >= 0.95
+    assert score_method(sh, "lww", 0)[0] >= 0.95
+    assert score_method(sh, "append-only", 0)[0] >= 0.95  # same key lookup as TEPA
+    norev = score_method(sh, "tepa-norev", 0)[0]
+    assert abs(norev - records["world"]["never_overridden_sh"]) <= 0.05
+    assert score_method(sh, "no-memory", 0)[0] == 0.0
+    mh = gym.make(ENV_ID, split="mh", length="6k", data_path=path)
+    assert score_method(mh, "tepa", 0)[0] >= 0.8
 
 
-def test_extraction_argument_is_checked_and_templates_are_kept_for_generated_records():
-    with pytest.raises(ValueError, match="extraction"):
-        gym.make(ENV_ID, extraction="regex")
-    env = gym.make(ENV_ID, split="sh", length="6k")
-    _, info = env.reset(seed=0)
-    assert "{S}" not in "".join(env.unwrapped.data.evidence[0].key)
+# ------------------------------------------------------------------ question reading
+def test_question_reading_follows_the_memorys_current_value_at_every_hop():
+    context = "\n".join(["Here is a list of facts:",
+                         "0. Ada Quill is married to Bo Fenn.", "1. Bo Fenn died in the city of Oslo.",
+                         "2. Cy Dorn is married to Di Arle.", "3. Cy Dorn died in the city of Rome.",
+                         "4. Ada Quill is married to Cy Dorn.", "5. Ed Voss died in the city of Lima."])
+    index, retrieve = newest_memory(context)
+    reading = answer_question("Where did the spouse of Ada Quill pass away?", index, retrieve)
+    assert reading.answer == "Rome"  # hop 1 sees the newer spouse, Cy Dorn
+    assert [(h.key, h.value, h.t) for h in reading.hops] == [
+        ("Ada Quill|{S} is married to {O}", "Cy Dorn", 4), ("Cy Dorn|{S} died in the city of {O}", "Rome", 3)]
+    stale = {"Ada Quill|{S} is married to {O}": [Shown("Bo Fenn", 0)]}
+    old = answer_question("Where did the spouse of Ada Quill pass away?", index,
+                          lambda key: stale.get(key) or retrieve(key))
+    assert old.answer == "Oslo" and old.hops[0].value == "Bo Fenn"
+    assert answer_question("Where did Nobody Known pass away?", index, retrieve).failure == "no anchor"
 
 
-def test_official_single_hop_row_is_keyed_by_induced_frames(real_rows):
-    env = gym.make(ENV_ID, split="sh", length="6k", data_path=real_rows / "factconsolidation_sh_6k.json")
-    evidence = env.unwrapped._loaded.evidence
-    assert sum(e is not None for e in evidence) >= 0.95 * len(evidence)  # measured 455 / 455
-    assert any(e.key == "Victoria Beckham|{S} is married to {O}" for e in evidence if e is not None)
-    assert score_method(env, "tepa", 0)[0] >= 0.95  # measured 1.00 (0.24 with the templates)
-    assert score_method(env, "lww", 0)[0] >= 0.95
-    assert score_method(env, make_memory("append-only"), 0)[0] >= 0.95
-    assert score_method(env, "tepa-norev", 0)[0] <= 0.5
+def test_alike_is_inflection_not_prefix():
+    assert alike("educated", "education") and alike("citizenship", "citizen") and alike("founder", "founded")
+    assert not alike("head", "headquarters") and not alike("city", "citizen")

