@@ -246,11 +246,12 @@ def diagnose(env: gym.Env, questions: Sequence[dict[str, Any]], max_hops: int = 
     """Sort one run's questions (:func:`run_questions`) by where the chain broke.
 
     Over the record's keyed facts (every version of every key), from the anchor
-    the reader found: *hop extraction* when no chain of at most ``max_hops`` keyed
-    facts reaches a gold alias; *stale hop value (memory)* when a chain of the
-    newest facts reaches it through the same keys the reader took (the memory
-    showed an older value); *question understanding* when a chain of newest
-    facts reaches it through other keys, or the reader found no anchor; *stale
+    the reader found: *stale hop value (memory)* when a hop of the reader's chain
+    got a value other than its key's newest (the memory kept an overridden
+    fact); *hop extraction* when no chain of at most ``max_hops`` keyed facts
+    reaches a gold alias; *question understanding* when a chain of newest facts
+    reaches it through other keys than the reader took, or the reader found no
+    anchor; *stale
     hop value (gold follows an older fact)* when only chains through an older
     version of some fact reach it (MemoryAgentBench merges the counterfactual
     edits of many MQuAKE cases into one list, so a gold answer sometimes follows
@@ -273,12 +274,11 @@ def diagnose(env: gym.Env, questions: Sequence[dict[str, Any]], max_hops: int = 
             kind = "correct"
         elif not row["anchor"]:
             kind = "question understanding"
+        elif any(key in versions and value != versions[key][-1] for key, value, _ in row["hops"]):
+            kind = "stale hop value (memory)"
         else:
             newest_paths, any_version = _reach(words_of(row["anchor"]), gold, versions, about, max_hops)
-            taken = tuple(h[0] for h in row["hops"])
-            if taken in newest_paths:
-                kind = "stale hop value (memory)"
-            elif newest_paths:
+            if newest_paths:
                 kind = "question understanding"
             elif any_version:
                 kind = "stale hop value (gold follows an older fact)"

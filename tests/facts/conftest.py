@@ -12,7 +12,7 @@ REAL_ROWS = Path(os.environ.get("TEPA_MAB_DATA",
                                 Path(__file__).resolve().parents[3] / "shared" / "data" / "memoryagentbench"))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def real_rows() -> Path:
     """The folder of the official rows; the test is skipped, saying why, when it is absent."""
     if not (REAL_ROWS / "factconsolidation_sh_6k.json").exists():

@@ -1,0 +1,87 @@
+"""Every method on the two official MemoryAgentBench 6k rows, against issue 13's targets.
+
+Skipped, saying why, when the rows are not there (e.g. in an sdist): see conftest.py.
+Measured (seed 0): SH-6k TEPA 1.00, MH-6k TEPA 0.85 (paper 0.04); NoRev 0.26 on SH,
+the share of questions about facts never overridden.
+"""
+
+import gymnasium as gym
+import pytest
+
+import tepa_envs  # noqa: F401
+from tepa_envs.agents import METHOD_NAMES
+from tepa_envs.agents.evaluation.facts import BREAKDOWN, diagnose, extra_rows, run_questions
+from tepa_envs.agents.evaluation.harness import method_label
+from tepa_envs.facts.loader import load_records
+
+ENV_ID = "TEPA/FactConsolidation-v0"
+# Methods that cannot answer here by design: nothing is remembered, memory is cleared at
+# the first question (oracle reset), or a value needs three supports (the paper's rules)
+# where every fact is stated once.
+CANNOT_ANSWER = {"no-memory", "oracle-reset", "tepa-paper"}
+
+
+@pytest.fixture(scope="module")
+def official(real_rows):
+    scores, runs, envs = {}, {}, {}
+    for split in ("sh", "mh"):
+        env = envs[split] = gym.make(ENV_ID, split=split, length="6k",
+                                     data_path=real_rows / f"factconsolidation_{split}_6k.json")
+        for method in [*METHOD_NAMES, *extra_rows()]:
+            rows = run_questions(env, method, 0)
+            runs[split, method_label(method)] = rows
+            scores[split, method_label(method)] = sum(r["success"] for r in rows) / len(rows)
+    return scores, runs, envs, real_rows
+
+
+def test_every_fact_sentence_is_keyed(official):
+    _, _, envs, _ = official
+    for env in envs.values():
+        assert env.unwrapped.coverage() == 1.0
+
+
+def test_single_hop_targets(official):
+    scores, _, _, real_rows = official
+    tepa = scores["sh", "tepa"]
+    assert tepa >= 0.85  # measured 1.00 (paper 0.89)
+    shared = [m for m in METHOD_NAMES if m != "tepa"]
+    assert all(tepa >= scores["sh", m] for m in shared)  # every baseline sharing TEPA's front-end
+    # NoRev keeps the first value of a key: it answers exactly the questions about facts
+    # never overridden (26 of 100 on this row)
+    (record,) = load_records(real_rows / "factconsolidation_sh_6k.json")
+    assert abs(scores["sh", "tepa-norev"] - _never_overridden_share(official)) <= 0.05
+    assert scores["sh", "append-only-bm25"] < tepa  # the paper's lexical front-end, its own row
+    assert all(scores["sh", m] == 0.0 for m in CANNOT_ANSWER)
+    assert len(record["questions"]) == 100
+
+
+def test_multi_hop_targets_and_where_chains_break(official):
+    scores, runs, envs, _ = official
+    assert scores["mh", "tepa"] >= 0.40  # measured 0.85; paper 0.04, no MemoryAgentBench system above 0.07
+    assert all(scores["mh", "tepa"] >= scores["mh", m] for m in METHOD_NAMES)
+    breakdown = diagnose(envs["mh"], runs["mh", "tepa"])["counts"]
+    assert set(breakdown) == set(BREAKDOWN) and sum(breakdown.values()) == 100
+    assert breakdown["correct"] == round(100 * scores["mh", "tepa"])
+    assert breakdown["stale hop value (memory)"] == 0  # TEPA shows the newest fact at every hop
+    norev = diagnose(envs["mh"], runs["mh", "tepa-norev"])["counts"]
+    assert norev["stale hop value (memory)"] >= 50  # without revocation the chain follows overridden facts
+
+
+def test_every_answer_carries_its_provenance(official):
+    _, runs, envs, _ = official
+    for row in runs["mh", "tepa"]:
+        assert row["id"].startswith("factconsolidation_mh_6k_no")
+        if row["success"]:
+            assert row["hops"] and row["answer"] == row["hops"][-1][1]
+            keyed = {e.key for e in envs["mh"].unwrapped.data.evidence if e is not None}
+            assert all(key in keyed and isinstance(t, int) for key, _, t in row["hops"])
+
+
+def _never_overridden_share(official) -> float:
+    _, runs, envs, _ = official
+    counts: dict[str, int] = {}
+    for evidence in envs["sh"].unwrapped.data.evidence:
+        if evidence is not None:
+            counts[evidence.key] = counts.get(evidence.key, 0) + 1
+    rows = runs["sh", "tepa"]  # TEPA answers every SH question; its first hop is the question's key
+    return sum(counts[row["hops"][0][0]] == 1 for row in rows) / len(rows)
