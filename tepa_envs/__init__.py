@@ -27,7 +27,7 @@ from gymnasium.envs.registration import register, registry
 
 from tepa_envs.core import PHASE_NAMES, AuditEvent, Evidence, LifecycleState, Record
 
-__all__ = ["PHASE_NAMES", "AuditEvent", "Evidence", "LifecycleState", "Record", "ENV_IDS"]
+__all__ = ["PHASE_NAMES", "AuditEvent", "Evidence", "LifecycleState", "Record", "ENV_IDS", "SCENARIOS"]
 __version__ = "0.1.0"
 
 _ENTRY_POINTS = {
@@ -39,13 +39,27 @@ _ENTRY_POINTS = {
 _VECTOR_ENTRY_POINTS = {
     "TEPA/RegimeDrift-v0": "tepa_envs.regime_drift.vector:RegimeDriftVectorEnv",
 }
+# Named drift scenarios: RegimeDrift with a schedule preset (documented in RegimeDriftEnv's
+# "Registered scenarios"); kwargs are JSON values so the specs round-trip through JSON.
+SCENARIOS: dict[str, dict[str, object]] = {
+    "TEPA/RegimeDrift-Noisy-v0": {"schedule": "noisy"},
+    "TEPA/RegimeDrift-Recurring-v0": {"schedule": "recurring"},
+    "TEPA/RegimeDrift-Gradual-v0": {"schedule": "gradual"},
+    "TEPA/RegimeDrift-Async-v0": {"schedule": "async", "n_keys": 4},
+    "TEPA/RegimeDrift-Poisson-v0": {"schedule": "poisson", "n_keys": 4},
+    "TEPA/RegimeDrift-ManyKeys-v0": {"n_keys": 8, "phase_lengths": [80, 80, 80, 80]},
+    "TEPA/RegimeDrift-Zipf-v0": {"schedule": "zipf", "n_keys": 8, "phase_lengths": [80, 80, 80, 80]},
+}
+for _scenario_id in SCENARIOS:
+    _ENTRY_POINTS[_scenario_id] = _ENTRY_POINTS["TEPA/RegimeDrift-v0"]
+    _VECTOR_ENTRY_POINTS[_scenario_id] = _VECTOR_ENTRY_POINTS["TEPA/RegimeDrift-v0"]
 ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
 
 # No max_episode_steps: the episodes end themselves and their length follows the kwargs
 # (see the module docstring); a TimeLimit from the spec would truncate longer episodes.
 for _env_id, _entry_point in _ENTRY_POINTS.items():
     if _env_id not in registry:
-        register(id=_env_id, entry_point=_entry_point,
+        register(id=_env_id, entry_point=_entry_point, kwargs=dict(SCENARIOS.get(_env_id, {})),
                  vector_entry_point=_VECTOR_ENTRY_POINTS.get(_env_id))
 
 

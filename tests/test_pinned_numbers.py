@@ -10,7 +10,11 @@ preference entries and trial budgets moved) and ``tepa-paper`` was added.
 Facts entries regenerated (issue 13) when every method got one front-end: facts
 keyed by frames induced from the record and questions answered by the reader's
 chain through the memory, no per-method BM25 retrieval (append-only and the
-recency baselines now look keys up as TEPA does).
+recency baselines now look keys up as TEPA does), on the generator shaped like
+the official rows (``tepa_envs.facts.shaped``; the first generator stays as
+``generator="classic"``).
+Entries for ``discounted-beta``, ``cusum``, ``bocpd``, ``adwin`` and ``tepa-regime``
+added when they were registered (issue 12); no other count moved.
 """
 
 from __future__ import annotations

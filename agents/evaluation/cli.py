@@ -7,6 +7,7 @@
     tepa-bench sweep SPEC.toml --store results.db [--backend local|ray] [--workers K] [--ray-address ADDR]
                      [--dry-run] [--out DIR]
     tepa-bench report results.db --out DIR [--alpha A]
+    tepa-bench suite [--seeds N] [--workers K] [--out DIR] [--alpha A] [--methods all,my.pkg:MyMemory]
     tepa-bench list
     tepa-bench --version
 """
@@ -49,6 +50,7 @@ from tepa_envs.agents.evaluation.readme import update_readme
 from tepa_envs.agents.evaluation.report import format_table, write_results
 from tepa_envs.agents.evaluation.reproduce import reproduce_all, reproduce_setting
 from tepa_envs.agents.evaluation.results import Summary
+from tepa_envs.agents.evaluation.suite import add_parser as add_suite_parser
 
 
 MAX_SEEDS = 1_000_000
@@ -225,6 +227,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     methods = _parse_methods(args.methods)
     env_kwargs = _parse_json_object("--env-kwargs", args.env_kwargs)
     args.reader_kwargs_parsed = _parse_json_object("--reader-kwargs", args.reader_kwargs)
+    if args.reader != "simulated":  # the reader's name travels in its kwargs (factory.READER_KEY), into results.json
+        args.reader_kwargs_parsed = {"reader": args.reader, **args.reader_kwargs_parsed}
     unknown = sorted(set(env_kwargs) - set(env_kwarg_names(args.env_id)))
     if unknown:
         raise UsageError(f"unknown kwargs for {args.env_id}: {', '.join(unknown)}; "
@@ -395,6 +399,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="comma-separated names or import paths 'package.module:ClassName'; "
                           "'all' for every shipped method")
     run.add_argument("--env-kwargs", help="JSON object of environment kwargs")
+    run.add_argument("--reader", choices=("simulated", "local-lm", "openai"), default="simulated",
+                     help="who reads the memory's records: the simulated EvidenceReader (default), a packaged "
+                          "language model on the CPU (local-lm), or an OpenAI-compatible endpoint (openai; "
+                          "--reader-kwargs '{\"model\": ..., \"base_url\": ...}')")
     run.add_argument("--reader-kwargs", help="JSON object overriding the reader's parameters for every "
                      "method alike, e.g. '{\"follow_prob\": 0.99}'")
     common(run, 10)
@@ -402,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "a rerun skips the episodes it holds, so a killed run resumes")
     run.set_defaults(func=cmd_run)
 
+    add_suite_parser(sub, common)
 
     sweep = sub.add_parser("sweep", help="run a TOML sweep spec (envs x kwargs grids x methods x reader grids "
                            "x seeds) into a resumable SQLite store")

@@ -130,9 +130,12 @@ def _job(job: tuple[str, str, str, str | None, Method, int]) -> dict[str, Any]:
     try:
         questions = run_questions(env, method, seed)
         coverage = env.unwrapped.coverage()
+        breakdown = diagnose(env, questions)
     finally:
         env.close()
-    return {"questions": questions, "coverage": coverage}
+    for row, kind in zip(questions, breakdown["per_question"]):
+        row["breakdown"] = kind
+    return {"questions": questions, "coverage": coverage, "breakdown": breakdown["counts"]}
 
 
 def _describe(job: tuple) -> str:
@@ -199,7 +202,8 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
                      "score": float(np.mean([q["success"] for q in questions])) if questions else 0.0,
                      "n_questions": len(questions), "coverage": out["coverage"],
                      "paper": PAPER_FACTS.get((split, length), {}).get(label),
-                     "data": None if path is None else Path(path).name, "questions": questions})
+                     "data": None if path is None else Path(path).name, "breakdown": out["breakdown"],
+                     "questions": questions})
     return rows
 
 
@@ -229,12 +233,47 @@ def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -
     lines.append("facts keyed by the front-end: " + ", ".join(
         f"{source} {split.upper()}-{length} {value:.1%}" for (source, split, length), value in coverage.items()
         if value is not None))
+    for (source, split, length, method), row in lookup.items():
+        if method == "tepa" and split == "mh" and row.get("breakdown"):
+            lines.append(f"where tepa's chains break, {source} {split.upper()}-{length}: " + ", ".join(
+                f"{kind} {n}" for kind, n in row["breakdown"].items() if n))
     differences = front_end_differences(ENV_ID, [m for m in methods])
     if differences:
         lines.append("per-method arguments: " + "; ".join(
             f"{m}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}" for m, kwargs in differences.items()))
     lines.append("append-only-bm25: append-only with the paper's lexical BM25 top-k retrieval (its own front-end).")
     return "\n".join(lines)
+
+
+def facts_markdown(rows: Sequence[dict[str, Any]], focus: str = "tepa") -> str:
+    """The README's table: a row per method, per split and length ``real / synthetic
+    (paper)``; then the front-end's coverage and where ``focus``'s chains break."""
+    if not rows:
+        raise ValueError("no rows to format")
+    methods = list(dict.fromkeys(row["method"] for row in rows))
+    cells = list(dict.fromkeys((row["split"], row["length"]) for row in rows))
+    lookup = {(row.get("source", "synthetic"), row["split"], row["length"], row["method"]): row for row in rows}
+    header = "| method | " + " | ".join(f"{s.upper()}-{n}" for s, n in cells) + " |"
+    lines = [header, "|" + "---|" * (len(cells) + 1)]
+    for method in methods:
+        entries = []
+        for split, length in cells:
+            real = lookup.get(("real", split, length, method))
+            synthetic = lookup.get(("synthetic", split, length, method))
+            paper = (real or synthetic or {}).get("paper")
+            text = (f"{real['score']:.2f}" if real else "—") + " / " + (f"{synthetic['score']:.2f}" if synthetic else "—")
+            entries.append(text + (f" ({paper:.2f})" if paper is not None else ""))
+        lines.append(f"| {method} | " + " | ".join(entries) + " |")
+    coverage = {(r.get("source", "synthetic"), r["split"], r["length"]): r.get("coverage") for r in rows}
+    lines += ["", "Fact sentences keyed by the front-end: " + ", ".join(
+        f"{source} {split.upper()}-{length} {value:.0%}" for (source, split, length), value in coverage.items()
+        if value is not None) + "."]
+    for (source, split, length, method), row in lookup.items():
+        if method == focus and split == "mh" and row.get("breakdown"):
+            counts = row["breakdown"]
+            lines.append(f"Where {focus}'s chains break, {source} {split.upper()}-{length}: " + ", ".join(
+                f"{kind} {counts[kind]}" for kind in BREAKDOWN if counts.get(kind)) + ".")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------ where chains break
@@ -323,5 +362,5 @@ def _reach(anchor: tuple[str, ...], gold: list[str], versions: dict[str, list[st
     return newest, reached
 
 
-__all__ = ["BREAKDOWN", "DATA_ENV", "data_folder", "diagnose", "extra_rows", "format_facts_table",
+__all__ = ["BREAKDOWN", "DATA_ENV", "data_folder", "diagnose", "extra_rows", "facts_markdown", "format_facts_table",
            "official_file", "reproduce_facts", "run_questions", "score_method"]

@@ -18,7 +18,7 @@ import numpy as np
 import tepa_envs  # noqa: F401  (registers the environments)
 
 from tepa_envs.agents.readers.agent import MemoryAgent, run_episode
-from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.readers.factory import make_reader
 from tepa_envs.agents.readers.task_access import task_access
 from tepa_envs.agents.evaluation.results import Comparison, MethodSummary, PhaseEstimate, Summary
 from tepa_envs.agents.evaluation.settings import settings_for
@@ -96,10 +96,7 @@ def make_agent(env_id: str, method: str | MethodSpec | Memory,
     table's reader (with ``reader_kwargs`` applied, the same for every method),
     method arguments and reading strategy."""
     settings = settings_for(env_id)
-    try:
-        reader = EvidenceReader(**{**settings.reader_kwargs, **(reader_kwargs or {})})
-    except TypeError as exc:
-        raise TypeError(f"bad reader kwargs {reader_kwargs}: {exc}; valid: follow_prob, stated_prob, seed") from None
+    reader = make_reader(reader_kwargs, settings.reader_kwargs)  # "reader": simulated (default), local-lm, openai
     if isinstance(method, MethodSpec):
         memory = make_memory(method.spec, **{**settings.kwargs_for(method.spec), **method.kwargs})
     else:

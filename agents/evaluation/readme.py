@@ -185,18 +185,9 @@ def trial_cost_table(path: Path) -> str:
 
 
 def facts_table(path: Path) -> str:
-    rows = _load(path)
-    methods = list(dict.fromkeys(r["method"] for r in rows))
-    cells = list(dict.fromkeys((r["split"], r["length"]) for r in rows))
-    lookup = {(r["split"], r["length"], r["method"]): r for r in rows}
-    body = []
-    for split, length in cells:
-        line = [f"{split.upper()}-{length}"]
-        for method in methods:
-            r = lookup[(split, length, method)]
-            line.append(_f(r["score"], 2) + (f" ({r['paper']:.2f})" if r.get("paper") is not None else ""))
-        body.append(line)
-    return _table(["split"] + methods, body)
+    from tepa_envs.agents.evaluation.facts import facts_markdown
+
+    return facts_markdown(_load(path))
 
 
 def tables(results_dir: Path) -> dict[str, str]:
@@ -222,7 +213,8 @@ def tables(results_dir: Path) -> dict[str, str]:
             out[f"{name}-ablation"] = ablation_table(directory / "ablation.json")
         if (directory / "trial_cost.json").exists():
             out[f"{name}-trial-cost"] = trial_cost_table(directory / "trial_cost.json")
-    out["findings"] = findings_table(results_dir, ("controlled", "executable", "preference"))
+    if any((results_dir / name / "results.json").exists() for name in ("controlled", "executable", "preference")):
+        out["findings"] = findings_table(results_dir, ("controlled", "executable", "preference"))
     controlled = results_dir / "controlled"
     if (controlled / "key_noise.json").exists():
         out["key-noise"] = study_table(controlled / "key_noise.json", lambda x: f"{x:.0%} noisy keys")
@@ -233,6 +225,11 @@ def tables(results_dir: Path) -> dict[str, str]:
         out["main-profile-share"] = study_table(share, lambda x: f"main_profile_share = {x}")
     if (results_dir / "facts" / "results.json").exists():
         out["facts"] = facts_table(results_dir / "facts" / "results.json")
+    if (results_dir / "suite" / "suite.json").exists():  # `tepa-bench suite --out results/suite`
+        from tepa_envs.agents.evaluation.suite import readme_table as suite_table
+
+        check_manifest(results_dir / "suite")
+        out["suite-leaderboard"] = suite_table(results_dir / "suite")
     return out
 
 

@@ -9,7 +9,10 @@ Per setting (``controlled``, ``executable``, ``preference``) into ``OUT/<setting
 * studies of their own: ``key_noise.json`` and ``n_keys.json`` (controlled),
   ``ablation.json`` (TEPA's named choices), ``trial_cost.json`` (trials paid with tasks).
 
-``facts/results.json`` holds the FactConsolidation rows. Every file is written
+``facts/results.json`` holds the FactConsolidation rows: synthetic and, where the
+official MemoryAgentBench files are found (``$TEPA_MAB_DATA`` or the shared folder
+beside a checkout), real, with each question's provenance
+(:func:`~tepa_envs.agents.evaluation.facts.reproduce_facts`). Every file is written
 atomically, and each subdirectory gets ``manifest.json`` last (run id, seeds,
 methods, versions, sha256 of every file; :func:`~tepa_envs.agents.evaluation.files.verify_manifest`
 tells a complete setting from one a killed run left half-written). ``tepa-bench readme``
@@ -193,6 +196,7 @@ def reproduce_all(names: Sequence[str], protocol: Protocol, out: Path, *, worker
             prepare_output_dir(out / "facts")
             begin_run(out / "facts")
             write_json_atomic(out / "facts" / "results.json", rows)
-            write_manifest(out / "facts", ["results.json"], seeds=[0], methods=METHOD_NAMES, setting="facts")
+            write_manifest(out / "facts", ["results.json"], seeds=[0], setting="facts",
+                           methods=list(dict.fromkeys(row["method"] for row in rows if "method" in row)))
         else:
             reproduce_setting(name, protocol, out / name, workers=workers, alpha=alpha, log=log)

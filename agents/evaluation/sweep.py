@@ -300,6 +300,8 @@ def write_report(store: Store, out: Path, statistics: Statistics | None = None,
                        store=str(store.path), store_schema_version=STORE_SCHEMA_VERSION,
                        group_id=group.group_id, cells={c.label: c.cell_id for c in group.cells})
         written.append((group, summary))
+    if not written:
+        raise StoreError(f"{store.path}: no group has a seed that all of its methods finished; nothing to report")
     if not single:
         index = {"store_schema_version": STORE_SCHEMA_VERSION, "statistics": statistics.to_json(),
                  "groups": [{"directory": g.directory, "group_id": g.group_id, "env_id": g.env_id,

@@ -7,11 +7,13 @@ import inspect
 from typing import Any, Callable
 
 from tepa_envs.agents.memories.baselines import AppendOnly, ConflictAwareRecency, LastWriteWins, NoMemory, SlidingWindow, TemporalRecency
+from tepa_envs.agents.memories.changepoint import ADWINMemory, BOCPDMemory, CUSUMMemory, DiscountedBeta
 from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.semantic import SemanticRetrieval
 from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, TEPAPaper
 from tepa_envs.agents.memories.tepa_full import TEPAFull
+from tepa_envs.agents.memories.tepa_regime import TEPARegime
 from tepa_envs.agents.memories.lww_validation import LWWValidation
 
 METHODS: dict[str, Callable[..., Memory]] = {
@@ -28,6 +30,11 @@ METHODS: dict[str, Callable[..., Memory]] = {
     "tepa-full": TEPAFull,
     "tepa-paper": TEPAPaper,
     "lww-validation": LWWValidation,
+    "discounted-beta": DiscountedBeta,
+    "cusum": CUSUMMemory,
+    "bocpd": BOCPDMemory,
+    "adwin": ADWINMemory,
+    "tepa-regime": TEPARegime,
     "oracle-reset": OracleReset,
 }
 METHOD_NAMES: tuple[str, ...] = tuple(METHODS)

@@ -25,6 +25,9 @@ class MemoryAgent:
     Args:
         memory: a memory object or a name/import path understood by :func:`make_memory`.
         reader: the reader (default: :class:`EvidenceReader` with its documented defaults).
+            A reader may also offer ``bind_memory(memory)`` (called here) and
+            ``begin_task(info)`` (called before each decision), as the language-model
+            readers do to see which memory they read and the task's text.
         reading: ``"direct"``, ``"chain"`` (multi-hop questions) or ``"question"``
             (also maps questions the environment did not key), see
             :mod:`tepa_envs.agents.readers.reading`.
@@ -35,6 +38,9 @@ class MemoryAgent:
         check_choice("reading", reading, READINGS)
         self.memory = make_memory(memory)
         self.reader = reader if reader is not None else EvidenceReader()
+        bind_memory = getattr(self.reader, "bind_memory", None)  # optional: language-model readers
+        if bind_memory is not None:
+            bind_memory(self.memory)
         self.reading = reading
         self._read = READINGS[reading]
         self._task: TaskAccess | None = None
@@ -51,6 +57,9 @@ class MemoryAgent:
         """Choose the action for the task described by ``info``."""
         if self._task is None:
             raise ResetNeeded("call MemoryAgent.reset(env, seed) before act()")
+        begin_task = getattr(self.reader, "begin_task", None)  # optional: readers that read the task's text
+        if begin_task is not None:
+            begin_task(info)
         return self._task.to_action(self._read(self.memory, self.reader, self._task, info))
 
     def pass_action(self) -> Any:

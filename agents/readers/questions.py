@@ -13,7 +13,8 @@ in four steps, the same for every memory method:
    stem and the lexicon's concepts for it.
 3. **Chain search through the memory.** From the anchor, every known key
    about the current entity is a possible hop; a hop is taken when its frame
-   explains at least one question token no earlier hop explained, and it
+   explains at least one question token no earlier hop explained (each frame
+   token explains at most one, the nearest to the anchor), and it
    leads to the value the memory retrieves *now* for that key (the first
    record it shows). So each hop sees the memory's current valid value: a
    stale value sends the chain to the wrong entity, which is where revocation
@@ -31,7 +32,7 @@ keys and values, :class:`Hop`), or an empty answer saying why none was found
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
@@ -94,6 +95,7 @@ class Token:
 
     words: tuple[str, ...]
     concepts: frozenset[str]
+    phrase: bool = False   # a lexicon phrase: it matches by concept (or as the same phrase) only
 
     @property
     def weight(self) -> float:
@@ -102,6 +104,8 @@ class Token:
     def matches(self, other: "Token") -> bool:
         if self.concepts & other.concepts:
             return True
+        if self.phrase or other.phrase:
+            return self.words == other.words
         return any(alike(a, b) for a in self.words for b in other.words)
 
 
@@ -138,7 +142,7 @@ class _Reader:
                 concepts = self.phrases.get(words[i:i + n])
                 if concepts is not None:
                     content = tuple(w for w in words[i:i + n] if w not in _STOP)
-                    out.append(Token(content, concepts))
+                    out.append(Token(content, concepts, phrase=True))
                     i += n
                     break
             else:
@@ -202,16 +206,16 @@ class FactIndex:
         direct = self.by_subject.get(entity)
         if direct:
             return [(info, info.frame) for info in direct]
-        if self._by_head is None:
+        if self._by_head is None:  # word -> keys whose head has it, built on first need
             self._by_head = {}
             for info in self.infos:
-                for i in range(len(info.head)):
-                    for j in range(i + 1, min(len(info.head), i + MAX_MENTION) + 1):
-                        self._by_head.setdefault(info.head[i:j], []).append(info)
+                for word in set(info.head):
+                    self._by_head.setdefault((word,), []).append(info)
         out = []
-        for info in self._by_head.get(entity, ()):
+        for info in self._by_head.get(entity[:1], ()):
             rest = _without(info.head, entity)
-            out.append((info, rest))
+            if rest != info.head:
+                out.append((info, rest))
         return out
 
     def mentions(self, words: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -291,10 +295,13 @@ def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
         if end - start < longest and best is not None:
             break  # shorter mentions are tried only when the longest found no chain
         anchor = words[start:end]
-        tokens = reader.tokens(words[:start] + ("\x00",) + words[end:])
-        tokens = tuple(t for t in tokens if t.words != ("\x00",))
+        marked = reader.tokens(words[:start] + ("\x00",) + words[end:])
+        at = next(i for i, t in enumerate(marked) if t.words == ("\x00",))
+        tokens = marked[:at] + marked[at + 1:]
+        # how far each token is from the anchor: inner hops sit next to it ("the X of the Y of A")
+        distance = tuple(at - i if i < at else i - at + 1 for i in range(len(tokens)))
         frame_tokens: dict[tuple[str, ...], tuple[Token, ...]] = {}
-        for state in _search(anchor, tokens, index, retrieve, reader, frame_tokens, max_hops):
+        for state in _search(anchor, tokens, distance, index, retrieve, reader, frame_tokens, max_hops):
             rank = (round(state.score, 6), -state.unexplained, end - start)
             if best is None or rank > best[0]:
                 best = (rank, state, " ".join(anchor), len(tokens))
@@ -306,7 +313,24 @@ def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
     return QuestionReading(state.hops[-1].value, state.hops, anchor_text, len(state.covered), n_tokens)
 
 
-def _search(anchor: tuple[str, ...], tokens: Sequence[Token], index: FactIndex, retrieve: Retrieve,
+def _explained(tokens: Sequence[Token], distance: Sequence[int], frame: Sequence[Token],
+               covered: frozenset[int]) -> frozenset[int]:
+    """The question tokens a hop's frame explains: each frame token explains, per
+    distinct question word, the not yet explained occurrence nearest the anchor ("the
+    spouse of the spouse of A" is two hops; "the husband or wife of A" is one)."""
+    taken: dict[tuple[str, ...], int] = {}
+    for f in frame:
+        for i, tok in enumerate(tokens):
+            if i in covered or not tok.matches(f):
+                continue
+            best = taken.get(tok.words)
+            if best is None or (distance[i], i) < (distance[best], best):
+                taken[tok.words] = i
+    return frozenset(taken.values())
+
+
+def _search(anchor: tuple[str, ...], tokens: Sequence[Token], distance: Sequence[int], index: FactIndex,
+            retrieve: Retrieve,
             reader: _Reader, frame_tokens: dict, max_hops: int) -> list[_State]:
     frontier = [_State(anchor, (), frozenset(), 0)]
     found: list[_State] = []
@@ -318,8 +342,7 @@ def _search(anchor: tuple[str, ...], tokens: Sequence[Token], index: FactIndex, 
                 ftoks = frame_tokens.get(relation_words)
                 if ftoks is None:
                     ftoks = frame_tokens[relation_words] = reader.tokens(relation_words)
-                new = frozenset(i for i, tok in enumerate(tokens)
-                                if i not in state.covered and any(tok.matches(f) for f in ftoks))
+                new = _explained(tokens, distance, ftoks, state.covered)
                 bridge = not new
                 if bridge and (state.bridges >= MAX_BRIDGES or depth + 1 >= max_hops):
                     continue

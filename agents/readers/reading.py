@@ -98,17 +98,17 @@ def read_question(memory: Memory, reader: EvidenceReader, task: TaskAccess, info
     if info["key"]:
         return read_chain(memory, reader, task, info)
     context = info.get("context", "")
-    last: list[Any] = []
+    shown: dict[str, list[Any]] = {}
 
-    def retrieve(key: str) -> list[Any]:
-        records = memory.retrieve(key, context)
-        last[:] = records
-        return records
+    def retrieve(key: str) -> list[Any]:  # one retrieval per key and question
+        if key not in shown:
+            shown[key] = memory.retrieve(key, context)
+        return shown[key]
 
     reading = answer_question(context, _index_of(_known_keys(task)), retrieve) if context else QuestionReading(
         "", failure="no question")
     _remember(memory, reading)
-    records = memory.retrieve(reading.hops[-1].key, context) if reading.hops else []
+    records = retrieve(reading.hops[-1].key) if reading.hops else []
     return reader.choose(records, ())
 
 

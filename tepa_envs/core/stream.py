@@ -1,4 +1,5 @@
-"""Base class of the four-phase task-stream environments (one step = one task).
+"""Base class of the task-stream environments (one step = one task), whose phases
+are the paper's four or the segments of a :class:`~tepa_envs.core.drift.DriftSchedule`.
 
 Subclasses build their hidden world from the seed in :meth:`_build`, describe
 each task in :meth:`_present`, run the chosen value in :meth:`_execute`, and
@@ -31,9 +32,10 @@ import numpy as np
 
 from tepa_envs.core.checks import check_choice, check_int, check_str, check_trial_kind
 from tepa_envs.core.contracts import ValueActions
+from tepa_envs.core.drift import DriftSchedule
 from tepa_envs.core.schedule import PhaseSchedule
 from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
-from tepa_envs.core.types import PHASE_NAMES, Evidence
+from tepa_envs.core.types import Evidence
 from tepa_envs.error import ResetNeeded
 
 TRIAL_COSTS = ("free", "task")
@@ -102,7 +104,12 @@ class Outcome:
 
 
 class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
-    """A stream of tasks over four phases whose hidden rules drift.
+    """A stream of tasks over phases whose hidden rules drift.
+
+    The phases are the paper's four (``phase_lengths``, four ints) or the segments
+    of a :class:`~tepa_envs.core.drift.DriftSchedule` (passed in its place), named by
+    it; :attr:`schedule` maps a task index to its phase, and ``info["oracle"]``
+    reports the phase's index and name.
 
     The action picks one of :attr:`values` by index. Language agents use
     :meth:`choices` and :meth:`to_action` to turn a chosen value into an action.
@@ -114,11 +121,14 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
     offers_trials = True
 
-    def __init__(self, phase_lengths: Sequence[int], values: Sequence[str],
+    def __init__(self, phase_lengths: Sequence[int] | DriftSchedule, values: Sequence[str],
                  render_mode: str | None = None, *, trial_cost: str = "free") -> None:
         self.render_mode = check_render_mode(render_mode)
         self.trial_cost = check_choice("trial_cost", check_str("trial_cost", trial_cost), TRIAL_COSTS)
-        self.schedule = PhaseSchedule(tuple(phase_lengths))  # type: ignore[arg-type]
+        if isinstance(phase_lengths, DriftSchedule):  # its segments are the phases, with their names
+            self.schedule = PhaseSchedule.of(phase_lengths)
+        else:
+            self.schedule = PhaseSchedule(tuple(phase_lengths))
         self._set_values(values)
         self.action_space = gym.spaces.Discrete(len(self.values))
         self._trials_spent: Counter[str] = Counter()
@@ -241,7 +251,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         oracle = None
         if task is not None and task.key:
             phase = self.schedule.phase_of(self._t)
-            oracle = oracle_info(phase, PHASE_NAMES[phase], self.schedule.starts_phase(self._t), task.correct)
+            oracle = oracle_info(phase, self.schedule.names[phase], self.schedule.starts_phase(self._t), task.correct)
         extra: dict[str, Any] = {} if success is None else {"message": message}
         if success is not None and self.trial_cost == "task":
             extra["forfeited"] = bool(forfeited)

@@ -17,6 +17,7 @@ from tepa_envs.core.step_info import OracleInfo, StepInfo, oracle_info, step_inf
 from tepa_envs.core.stream import check_render_mode, check_reset_options, warn_render_unsupported
 from tepa_envs.error import ResetNeeded
 from tepa_envs.facts.data import check_length, check_split, generate_records
+from tepa_envs.facts.shaped import generate_shaped
 from tepa_envs.facts.extraction import induce_facts
 from tepa_envs.facts.loader import load_records, parse_context, parse_fact, parse_questions, select_record
 from tepa_envs.facts.metric import substring_exact_match
@@ -49,6 +50,13 @@ ParsedFacts = tuple[tuple[tuple[int, str], ...], tuple[Evidence | None, ...], fr
 
 
 EXTRACTIONS = ("induced", "templates")
+GENERATORS = ("shaped", "classic")
+
+
+def check_generator(generator: object) -> str:
+    if generator not in GENERATORS:
+        raise ValueError(f"generator must be one of {', '.join(GENERATORS)}, got {generator!r}")
+    return str(generator)
 
 
 def check_extraction(extraction: object) -> str:
@@ -100,15 +108,16 @@ def prepare_record(record: dict[str, Any], parsed: ParsedFacts | None = None,
 
 
 @lru_cache(maxsize=4)
-def generated_episode(length: str, seed: int, split: str, extraction: str = "induced") -> EpisodeData:
+def generated_episode(length: str, seed: int, split: str, extraction: str = "induced",
+                      generator: str = "shaped") -> EpisodeData:
     """The generated record of one split, parsed (cached; both splits share one parse)."""
-    records, parsed = _generated(length, seed, extraction)
+    records, parsed = _generated(length, seed, extraction, generator)
     return prepare_record(records[split], parsed, extraction)
 
 
 @lru_cache(maxsize=2)
-def _generated(length: str, seed: int, extraction: str) -> tuple[dict[str, dict], ParsedFacts]:
-    records = generate_records(length, seed)
+def _generated(length: str, seed: int, extraction: str, generator: str) -> tuple[dict[str, dict], ParsedFacts]:
+    records = generate_shaped(length, seed) if generator == "shaped" else generate_records(length, seed)
     return records, parse_facts(records["sh"]["context"], extraction)
 
 
@@ -124,10 +133,12 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     married to?") or multi-hop (``split="mh"``: 2-4 hops, "In which city did
     the spouse of Doka Letubu pass away?"), each hop possibly overridden.
 
-    By default the records come from the offline generator
-    (:mod:`tepa_envs.facts.data`, 455 / 2,310 / 4,580 / 18,332 facts at 6k /
-    32k / 64k / 262k tokens, 100 questions per split) and are rebuilt from the
-    reset seed. With ``data_path`` the environment streams real
+    By default the records come from an offline generator shaped like the
+    official rows (:mod:`tepa_envs.facts.shaped`: their sentence forms and
+    proportions, paraphrased questions, 2-4 hop chains, a quarter of the
+    single-hop questions about facts never overridden; 455 / 2,310 / 4,580 /
+    18,332 facts at 6k / 32k / 64k / 262k tokens, 100 questions per split),
+    rebuilt from the reset seed. With ``data_path`` the environment streams real
     MemoryAgentBench records from a local JSON, JSONL or parquet file instead,
     at any length (the record whose ``metadata.source`` names the split and
     length). Facts are keyed by frames induced from the record, whatever its
@@ -184,6 +195,11 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
       :meth:`known_keys`) or ``"templates"`` (an oracle front-end that knows
       the first generator's templates: keys ``subject|relation``, questions
       keyed with their relation chain; other sentence forms get no key).
+    * ``generator``: ``"shaped"`` (default, :mod:`tepa_envs.facts.shaped`) or
+      ``"classic"`` (the first generator, :mod:`tepa_envs.facts.data`: 16
+      relations in fixed templates, every single-hop question about an
+      overridden fact; the one ``extraction="templates"`` knows). Ignored with
+      ``data_path``.
     * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
       Gymnasium, and :meth:`render` then warns and returns ``None``.
     """
@@ -192,12 +208,13 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
                  data_path: str | Path | None = None, render_mode: str | None = None,
-                 extraction: str = "induced") -> None:
+                 extraction: str = "induced", generator: str = "shaped") -> None:
         self.split = check_split(split)
         self.length = check_length(length)
         self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
         self.render_mode = check_render_mode(render_mode)
         self.extraction = check_extraction(extraction)
+        self.generator = check_generator(generator)
         self.data_path = None if data_path is None else Path(data_path)
         self._loaded = (None if self.data_path is None
                         else prepare_record(select_record(load_records(self.data_path), split, length),
@@ -221,7 +238,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             self.data = self._loaded
         else:
             data_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
-            self.data = generated_episode(self.length, int(data_seed), self.split, self.extraction)
+            self.data = generated_episode(self.length, int(data_seed), self.split, self.extraction, self.generator)
         self._n_chunks = -(-len(self.data.facts) // self.chunk_facts)
         self._n_steps = self._n_chunks + len(self.data.questions)
         self._t = 0

@@ -197,14 +197,26 @@ def _first_fit(words: Words, frames: Sequence[Frame]) -> tuple[Frame, Words, Wor
 
 def _attested_frames(sentences: Sequence[Words]) -> list[dict[Frame, tuple[Words, Words, int]]]:
     """Per sentence, every attested frame it fits: ``frame -> (subject, object, support)``."""
+    # a frame two sentences fit has a prefix and a middle that two sentences contain:
+    # candidates with a rarer prefix or middle are never built
+    prefixes: Counter[Words] = Counter()
+    grams: Counter[Words] = Counter()
+    for words in sentences:
+        prefixes.update({words[:i] for i in range(len(words) - 2)})
+        grams.update({words[j:k] for j in range(1, len(words) - 1) for k in range(j + 1, len(words))})
     fits: dict[Frame, list[tuple[int, Words, Words]]] = defaultdict(list)
     for n, words in enumerate(sentences):
         size = len(words)
         for i in range(size - 2):
             prefix = words[:i]
+            if prefixes[prefix] < 2:
+                break
             for j in range(i + 1, size - 1):
                 for k in range(j + 1, size):
-                    fits[(prefix, words[j:k])].append((n, words[i:j], words[k:]))
+                    middle = words[j:k]
+                    if grams[middle] < 2:
+                        break
+                    fits[(prefix, middle)].append((n, words[i:j], words[k:]))
     options: list[dict[Frame, tuple[Words, Words, int]]] = [{} for _ in sentences]
     for frame, rows in fits.items():
         if len(rows) < 2:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import Any, Mapping
 
 import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_probability
 from tepa_envs.core.checks import check_phase_lengths
-from tepa_envs.core.schedule import draw_phase_values
+from tepa_envs.core.drift import DriftSchedule, draw_timeline, refuse_outcome_model, resolve_schedule
 from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
                            format_of, make_table, record_values, write_table)
 from tepa_envs.file_ops.sandbox import Sandbox, SandboxError
@@ -93,6 +93,13 @@ class FileOpsEnv(TaskStreamEnv):
     Each task is a CSV task with probability ``csv_fraction``, otherwise a JSON
     task; its domain is uniform over the first ``n_domains`` domains.
 
+    Any other drift of the CSV consumers is a ``schedule``
+    (:mod:`tepa_envs.core.drift`): segments that switch, return or keep the CSV
+    keys' dialects, gradually (``ramp``), asynchronously (``spread``) or at random
+    change points (``hazard``), e.g. ``schedule="recurring"`` or ``"poisson"``.
+    Noisy outcomes and Zipf key frequency do not apply (the consumer decides every
+    outcome; tasks pick their key by ``csv_fraction`` and a uniform domain).
+
     ## Action Space
 
     ``Discrete(6)``: the writer configuration, one of ``csv:comma``,
@@ -116,7 +123,8 @@ class FileOpsEnv(TaskStreamEnv):
     ## Episode End
 
     Terminates after the last task of the partial-return phase
-    (``sum(phase_lengths)`` steps). There is no truncation.
+    (``sum(phase_lengths)`` steps; with another ``schedule``, of its last phase).
+    There is no truncation.
 
     ## Evidence
 
@@ -170,6 +178,13 @@ class FileOpsEnv(TaskStreamEnv):
       equal-budget comparison; details in :class:`~tepa_envs.core.stream.TaskStreamEnv`).
     * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
       Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``schedule``: the CSV consumers' drift: ``"paper"`` (default, the four
+      phases above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built
+      over ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``,
+      ``"poisson"``; ``"noisy"`` and ``"zipf"`` are refused), or a
+      :class:`~tepa_envs.core.drift.DriftSchedule` or its dict form, which sets its
+      own segments (at most ``MAX_SEGMENTS`` = 1000 of at most ``MAX_PHASE_LENGTH``
+      tasks); ``phase_lengths`` and the fractions must then keep their defaults.
 
     The defaults follow the paper's executable-drift setting: one domain, so
     one CSV consumer whose accepted dialect drifts (about one key changes per
@@ -183,18 +198,22 @@ class FileOpsEnv(TaskStreamEnv):
                  partial_return_fraction: float = 0.5, min_records: int = 3, max_records: int = 6,
                  max_file_bytes: int = 256 << 10, max_total_bytes: int = 4 << 20, max_files: int = 256,
                  sandbox_dir: str | None = None, render_mode: str | None = None,
-                 trial_cost: str = "free") -> None:
+                 trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper") -> None:
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.keys = export_keys(n_domains)
         self.n_domains = n_domains
         self.csv_fraction = check_probability("csv_fraction", csv_fraction)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
+        self.drift = refuse_outcome_model(
+            resolve_schedule(schedule, phase_lengths, self.light_drift_fraction, self.partial_return_fraction),
+            "TEPA/FileOps-v0", "a real consumer decides every outcome, and tasks pick CSV or JSON by csv_fraction "
+            "and a uniform domain")
         self.min_records = check_int("min_records", min_records, low=1, high=MAX_RECORDS)
         self.max_records = check_int("max_records", max_records, low=self.min_records, high=MAX_RECORDS)
-        if sum(phase_lengths) * self.max_records > MAX_EPISODE_RECORDS:
+        if self.drift.total * self.max_records > MAX_EPISODE_RECORDS:
             raise ValueError(f"sum(phase_lengths) * max_records must be <= {MAX_EPISODE_RECORDS:,} (the records "
-                             f"drawn at each reset), got {sum(phase_lengths)} * {self.max_records}; "
+                             f"drawn at each reset), got {self.drift.total} * {self.max_records}; "
                              "use shorter phases or fewer records per table")
         needed = required_files(len(self.keys) // len(FORMATS))
         if check_positive_int("max_files", max_files) < needed:
@@ -204,7 +223,7 @@ class FileOpsEnv(TaskStreamEnv):
             sandbox_dir = check_sandbox_dir(sandbox_dir)
         self.sandbox = Sandbox(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, parent_dir=sandbox_dir or default_sandbox_parent())
-        super().__init__(phase_lengths, WRITER_CONFIGS, render_mode, trial_cost=trial_cost)
+        super().__init__(self.drift, WRITER_CONFIGS, render_mode, trial_cost=trial_cost)
         self.observation_space = gym.spaces.MultiDiscrete([len(self.keys), len(self.values) + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         self._previous = (len(self.values), 0)
@@ -215,8 +234,8 @@ class FileOpsEnv(TaskStreamEnv):
     def _build(self, rng: np.random.Generator) -> None:
         total, n = self.schedule.total, self.n_domains
         n_configs = len(configs_of("csv"))
-        self.csv_regime = draw_phase_values(rng, n, n_configs, self.light_drift_fraction,
-                                            self.partial_return_fraction)
+        self.csv_timeline = draw_timeline(rng, self.drift, n, n_configs)
+        self.csv_regime = self.csv_timeline.values
         self.json_accepted = rng.integers(0, len(configs_of("json")), size=n)
         self.task_is_csv = rng.random(total) < self.csv_fraction
         self.task_domains = rng.integers(0, n, size=total)
@@ -224,6 +243,7 @@ class FileOpsEnv(TaskStreamEnv):
         self.task_values = record_values(self.task_domains, draw_numbers(rng, total, self.max_records))
         # Drawn last, so trials never touch the numbers the stream uses.
         self.trial_values = record_values(np.arange(n), draw_numbers(rng, n, self.max_records))
+        self._ramp_draw = self.drift.draw_ramp(rng)  # only for gradual changes (no draw otherwise)
         self._table_cache: tuple[int, Table | None] = (-1, None)
         self.sandbox.reset()
         self._previous = (len(self.values), 0)
@@ -241,8 +261,8 @@ class FileOpsEnv(TaskStreamEnv):
         parts = self._key_parts(check_choice("key", key, self._key_index))
         assert parts is not None
         domain, fmt = parts
-        phase = self.schedule.phase_of(self.t if t is None else t)
-        index = self.csv_regime[phase, domain] if fmt == "csv" else self.json_accepted[domain]
+        t = self.t if t is None else t
+        index = self.csv_timeline.value(t, domain, self._ramp_draw) if fmt == "csv" else self.json_accepted[domain]
         return configs_of(fmt)[int(index)]
 
     def _table(self, t: int) -> Table:
@@ -340,6 +360,6 @@ class FileOpsEnv(TaskStreamEnv):
             super().close()
 
     def regime_table(self) -> dict[str, list[str]]:
-        """The accepted configuration per phase for every key, for evaluation and tests only."""
+        """The accepted configuration at the start of each phase for every key, for evaluation and tests only."""
         starts = self.schedule.starts
         return {key: [self.accepted_config(key, s) for s in starts] for key in self.keys}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import gymnasium as gym
 import numpy as np
 
@@ -19,6 +21,7 @@ from tepa_envs.preferences.users import (
     session_text,
     slot_of,
 )
+from tepa_envs.core.drift import DriftSchedule, refuse_outcome_model, resolve_schedule
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 from tepa_envs.error import ResetNeeded
 
@@ -59,6 +62,13 @@ class PreferenceStreamEnv(TaskStreamEnv):
     * **Similar contexts.** Texts of different profiles share every word but the
       profile's name, so a similarity-based retriever can surface a stale profile.
 
+    Any other drift of the preferences is a ``schedule`` (:mod:`tepa_envs.core.drift`):
+    segments that switch, return or keep a share of the keys, gradually (``ramp``),
+    asynchronously (``spread``) or at random change points (``hazard``), e.g.
+    ``schedule="recurring"`` or ``"poisson"``. Noisy outcomes and Zipf key frequency
+    do not apply (the feedback has its own transient noise, and sessions pick their
+    key by profile).
+
     Sessions draw their key at random: each user has a main profile (drawn per
     user) that takes a ``main_profile_share`` of the sessions; the other
     profiles share the rest, and slots are uniform within a profile. Everything
@@ -89,7 +99,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
     ## Episode End
 
     Terminates after the last session of the partial-return phase
-    (``sum(phase_lengths)`` steps). There is no truncation.
+    (``sum(phase_lengths)`` steps; with another ``schedule``, of its last phase).
+    There is no truncation.
 
     ## Evidence
 
@@ -147,6 +158,13 @@ class PreferenceStreamEnv(TaskStreamEnv):
       equal-budget comparison; details in :class:`~tepa_envs.core.stream.TaskStreamEnv`).
     * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
       Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``schedule``: the preferences' drift: ``"paper"`` (default, the four phases
+      above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built over
+      ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``, ``"poisson"``;
+      ``"noisy"`` and ``"zipf"`` are refused), or a
+      :class:`~tepa_envs.core.drift.DriftSchedule` or its dict form, which sets its
+      own segments (at most ``MAX_SEGMENTS`` = 1000 of at most ``MAX_PHASE_LENGTH``
+      sessions); ``phase_lengths`` and the fractions must then keep their defaults.
     """
 
     def __init__(self, phase_lengths: tuple[int, int, int, int] = (40, 40, 40, 40),
@@ -154,7 +172,7 @@ class PreferenceStreamEnv(TaskStreamEnv):
                  stated_rate: float = 0.85, noise_rate: float = 0.05, noise_gap: int = 6,
                  main_profile_share: float = 0.8, light_drift_fraction: float = 0.25,
                  partial_return_fraction: float = 0.5, render_mode: str | None = None,
-                 trial_cost: str = "free") -> None:
+                 trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper") -> None:
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.n_slots = check_int("n_slots", n_slots, low=4, high=len(SLOTS))
         self.n_contexts = check_int("n_contexts", n_contexts, low=1, high=len(PROFILE_CONTEXTS))
@@ -165,9 +183,14 @@ class PreferenceStreamEnv(TaskStreamEnv):
         self.main_profile_share = check_probability("main_profile_share", main_profile_share)
         self.light_drift_fraction = check_probability("light_drift_fraction", light_drift_fraction)
         self.partial_return_fraction = check_probability("partial_return_fraction", partial_return_fraction)
+        self.drift = refuse_outcome_model(
+            resolve_schedule(schedule, phase_lengths, self.light_drift_fraction, self.partial_return_fraction,
+                             default_fractions=(0.25, 0.5)),
+            "TEPA/PreferenceStream-v0", "the user's feedback has its own transient noise (noise_rate) and sessions "
+            "pick their key by profile (main_profile_share)")
         self.keys = preference_keys(self.n_slots, self.n_contexts)
         self.slot_values = {slot: SLOT_VALUES[slot][: self.n_values] for slot in SLOTS[: self.n_slots]}
-        super().__init__(phase_lengths, tuple(v for vs in self.slot_values.values() for v in vs), render_mode,
+        super().__init__(self.drift, tuple(v for vs in self.slot_values.values() for v in vs), render_mode,
                          trial_cost=trial_cost)
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         n_actions = len(self.values)
@@ -179,15 +202,15 @@ class PreferenceStreamEnv(TaskStreamEnv):
     def _build(self, rng: np.random.Generator) -> None:
         self.world = draw_user(rng, self.n_slots, self.n_contexts, self.n_values, self.schedule.total,
                                self.light_drift_fraction, self.partial_return_fraction,
-                               self.main_profile_share, self.stated_rate, self.noise_rate, self.noise_gap)
+                               self.main_profile_share, self.stated_rate, self.noise_rate, self.noise_gap,
+                               self.drift)
         self._previous = (len(self.values), 0)
 
     def preference(self, key: str, t: int | None = None) -> str:
         """The user's true preference for ``key`` at session ``t`` (default: now).
         For evaluation and tests; agents never see it."""
         check_choice("key", key, self._key_index)
-        phase = self.schedule.phase_of(self.t if t is None else t)
-        index = int(self._world().preference[phase, self._key_index[key]])
+        index = self._world().value(self.t if t is None else t, self._key_index[key])
         return self.slot_values[slot_of(key)][index]
 
     def _present(self, t: int) -> Task:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tepa_envs.core.drift import DriftSchedule, Timeline, draw_timeline
 from tepa_envs.core.schedule import draw_phase_values
 
 # Preference slots: each has its own vocabulary of values (no value is shared
@@ -86,6 +87,8 @@ class UserWorld:
         stated: whether each session's text states the current preference.
         request: wording of each session's request.
         noisy: whether each session's feedback is transient noise (reported outcome flipped).
+        timeline: every key's preference over time (when drawn with a schedule).
+        ramp_draw: per session, the uniform number deciding gradual changes (``None`` without ramps).
     """
 
     main_profile: int
@@ -94,6 +97,14 @@ class UserWorld:
     stated: np.ndarray
     request: np.ndarray
     noisy: np.ndarray
+    timeline: Timeline | None = None
+    ramp_draw: np.ndarray | None = None
+
+    def value(self, t: int, key_index: int) -> int:
+        """The preference (value index) of key ``key_index`` at session ``t``."""
+        if self.timeline is None:  # drawn without a schedule: the phases' lengths are not known here
+            raise ValueError("this UserWorld was drawn without a schedule: index its preference[phase, key]")
+        return self.timeline.value(t, key_index, self.ramp_draw)
 
 
 def key_weights(n_slots: int, n_contexts: int, main_profile: int, main_share: float) -> np.ndarray:
@@ -109,18 +120,27 @@ def key_weights(n_slots: int, n_contexts: int, main_profile: int, main_share: fl
 
 def draw_user(rng: np.random.Generator, n_slots: int, n_contexts: int, n_values: int, total: int,
               light_fraction: float, return_fraction: float, main_share: float,
-              stated_rate: float, noise_rate: float, noise_gap: int) -> UserWorld:
-    """Draw one user's preference history and session stream, in a fixed order."""
+              stated_rate: float, noise_rate: float, noise_gap: int,
+              schedule: DriftSchedule | None = None) -> UserWorld:
+    """Draw one user's preference history and session stream, in a fixed order (with a
+    ``schedule``, its timeline replaces the four phases' values, and its ramp draws, if any,
+    come last)."""
     n_keys = n_slots * n_contexts
     main_profile = int(rng.integers(n_contexts))
-    preference = draw_phase_values(rng, n_keys, n_values, light_fraction, return_fraction)
+    timeline = None
+    if schedule is None:
+        preference = draw_phase_values(rng, n_keys, n_values, light_fraction, return_fraction)
+    else:
+        timeline = draw_timeline(rng, schedule, n_keys, n_values)
+        preference = timeline.values
     weights = key_weights(n_slots, n_contexts, main_profile, main_share)
     session_key = rng.choice(n_keys, size=total, p=weights)
     stated = rng.random(total) < stated_rate
     request = rng.integers(0, len(next(iter(SLOT_REQUESTS.values()))), size=total)
     noise_draw = rng.random(total) < noise_rate
+    ramp_draw = schedule.draw_ramp(rng, total) if schedule is not None else None
     return UserWorld(main_profile, preference, session_key, stated, request,
-                     transient_noise(session_key, noise_draw, noise_gap))
+                     transient_noise(session_key, noise_draw, noise_gap), timeline, ramp_draw)
 
 
 def transient_noise(session_key: np.ndarray, candidates: np.ndarray, gap: int) -> np.ndarray:

@@ -1,9 +1,10 @@
-"""A native, numpy-batched vector environment for ``TEPA/RegimeDrift-v0``.
+"""A native, numpy-batched vector environment for ``TEPA/RegimeDrift-v0`` and its scenarios.
 
 ``gym.make_vec("TEPA/RegimeDrift-v0", num_envs=256)`` builds
-:class:`RegimeDriftVectorEnv` (through the spec's ``vector_entry_point``). Each
-sub-environment draws its world with the same seeding and the same
-:func:`~tepa_envs.regime_drift.env.build_world` call as :class:`RegimeDriftEnv`, so
+:class:`RegimeDriftVectorEnv` (through the spec's ``vector_entry_point``), as does
+every registered scenario (``TEPA/RegimeDrift-Noisy-v0``, ...) and any ``schedule``.
+Each sub-environment draws its world with the same seeding and the same
+:func:`~tepa_envs.regime_drift.env.draw_world` call as :class:`RegimeDriftEnv`, so
 observations, rewards, terminations, truncations and the batched info keys equal
 ``SyncVectorEnv``'s for the same seeds and actions; a step is a handful of
 numpy operations over all sub-environments.
@@ -28,16 +29,19 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from tepa_envs.core import PHASE_NAMES, check_int
+from tepa_envs.core import check_int
 from tepa_envs.core.step_info import batched_step_info
 from tepa_envs.error import ResetNeeded
-from tepa_envs.regime_drift.env import RegimeDriftEnv, build_world
+from tepa_envs.regime_drift.env import RegimeDriftEnv, draw_world
 
 MAX_NUM_ENVS = 1 << 16
 """Largest ``num_envs`` (65,536): far beyond what one process steps usefully."""
 MAX_BATCH_CELLS = 2 * 10**7
-"""Largest number of int64 cells the world arrays may hold, ``num_envs * (sum(phase_lengths)
-+ 1 + 4 * n_keys)`` (160 MB): checked in the constructor, before anything is allocated."""
+"""Largest number of 8-byte cells the world arrays may hold, ``num_envs * (T + 1 + S * n_keys)``
+for ``T`` tasks in ``S`` phases, plus ``num_envs * (T + 1)`` for a schedule with changes inside
+a phase and as much again for noisy outcomes (160 MB; at the paper's schedule
+``num_envs * (sum(phase_lengths) + 1 + 4 * n_keys)``): checked in the constructor, before
+anything is allocated."""
 
 
 class RegimeDriftVectorEnv(VectorEnv):
@@ -48,10 +52,11 @@ class RegimeDriftVectorEnv(VectorEnv):
     * ``num_envs``: number of sub-environments, from 1 to ``MAX_NUM_ENVS`` (65,536),
       and small enough that ``num_envs * (sum(phase_lengths) + 1 + 4 * n_keys)``,
       the int64 cells of the batched world, is at most ``MAX_BATCH_CELLS``
-      (2 * 10**7, 160 MB; at the defaults any ``num_envs`` up to 65,536 fits).
+      (2 * 10**7, 160 MB; at the defaults any ``num_envs`` up to 65,536 fits;
+      other schedules count as ``MAX_BATCH_CELLS`` says).
     * ``**kwargs``: the arguments of :class:`~tepa_envs.regime_drift.env.RegimeDriftEnv`
       (``phase_lengths``, ``n_tools``, ``n_keys``, ``light_drift_fraction``,
-      ``partial_return_fraction``, ``key_noise``), validated by it with its bounds.
+      ``partial_return_fraction``, ``key_noise``, ``schedule``), validated by it with its bounds.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -63,9 +68,11 @@ class RegimeDriftVectorEnv(VectorEnv):
         kwargs.pop("render_mode", None)
         self._template = RegimeDriftEnv(**kwargs)
         template = self._template
-        cells = num_envs * (template.schedule.total + 1 + len(PHASE_NAMES) * template.n_keys)
+        drift = self._drift = template.drift
+        total, n_phases = drift.total, len(drift.segments)
+        cells = num_envs * ((total + 1) * (1 + drift.timed + drift.noisy) + n_phases * template.n_keys)
         if cells > MAX_BATCH_CELLS:
-            raise ValueError(f"num_envs={num_envs} with sum(phase_lengths)={template.schedule.total} and "
+            raise ValueError(f"num_envs={num_envs} with sum(phase_lengths)={total} and "
                              f"n_keys={template.n_keys} needs {cells:,} world cells, over MAX_BATCH_CELLS="
                              f"{MAX_BATCH_CELLS:,}; use fewer sub-environments or shorter phases")
         self.num_envs = num_envs
@@ -76,18 +83,21 @@ class RegimeDriftVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
 
         self._n_tools = template.n_tools
-        self._total = template.schedule.total
-        self._phase_of_t = np.append(template.schedule.phase_array(), len(PHASE_NAMES) - 1)
+        self._total = total
+        self._phase_of_t = np.append(template.schedule.phase_array(), n_phases - 1)
         self._phase_changed_at_t = np.array([template.schedule.starts_phase(t) for t in range(self._total + 1)])
-        self._phase_names = np.array(PHASE_NAMES + ("",), dtype=object)
+        self._phase_names = np.array(template.schedule.names + ("",), dtype=object)
         self._key_names = np.array(template.keys + ("",), dtype=object)
         self._tool_names = np.array(template.values, dtype=object)
         self._rows = np.arange(num_envs)
 
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
-        self._regime = np.zeros((num_envs, len(PHASE_NAMES), template.n_keys), dtype=np.int64)
+        self._regime = np.zeros((num_envs, n_phases, template.n_keys), dtype=np.int64)
         # One extra column holds key index 0 for the observation after the last task.
         self._task_keys = np.zeros((num_envs, self._total + 1), dtype=np.int64)
+        # Changes inside a phase: the correct tool of every task; noisy outcomes: every task's draw.
+        self._correct = np.zeros((num_envs, self._total + 1), dtype=np.int64) if drift.timed else None
+        self._outcome_draw = np.zeros((num_envs, self._total + 1)) if drift.noisy else None
         self._t = np.zeros(num_envs, dtype=np.int64)
         self._previous_action = np.full(num_envs, self._n_tools, dtype=np.int64)
         self._previous_success = np.zeros(num_envs, dtype=np.int64)
@@ -99,14 +109,23 @@ class RegimeDriftVectorEnv(VectorEnv):
         if seed is not None or self._rngs[i] is None:
             self._rngs[i], _ = seeding.np_random(seed)
         template = self._template
-        regime, task_keys, _ = build_world(
-            self._rngs[i], template.keys, template.n_tools, self._total, template.light_drift_fraction,
-            template.partial_return_fraction, template.key_noise, with_evidence_keys=False)
-        self._regime[i] = regime
-        self._task_keys[i, :self._total] = task_keys
+        world = draw_world(self._rngs[i], template.keys, template.n_tools, self._drift, template.key_noise,
+                           with_evidence_keys=False)
+        self._regime[i] = world.regime
+        self._task_keys[i, :self._total] = world.task_keys
+        if self._correct is not None:
+            self._correct[i, :self._total] = world.correct
+        if self._outcome_draw is not None:
+            self._outcome_draw[i, :self._total] = world.outcome_draw
         self._t[i] = 0
         self._previous_action[i] = self._n_tools
         self._previous_success[i] = 0
+
+    def _correct_at(self, t: np.ndarray, phase: np.ndarray) -> np.ndarray:
+        """The correct tool index of each sub-environment's task ``t`` (in phase ``phase``)."""
+        if self._correct is not None:
+            return self._correct[self._rows, t]
+        return self._regime[self._rows, phase, self._task_keys[self._rows, t]]
 
     def _observations(self) -> np.ndarray:
         key_index = self._task_keys[self._rows, self._t]
@@ -118,7 +137,7 @@ class RegimeDriftVectorEnv(VectorEnv):
         live = t < self._total
         key_index = np.where(live, self._task_keys[self._rows, t], len(self._key_names) - 1)
         phase = self._phase_of_t[t]
-        correct = self._regime[self._rows, phase, self._task_keys[self._rows, t]]
+        correct = self._correct_at(t, phase)
         return batched_step_info(rows, key=self._key_names[key_index], t=t, success=success, stepped=stepped,
                                  oracle_rows=rows & live, phase=phase, phase_name=self._phase_names[phase],
                                  phase_changed=self._phase_changed_at_t[t], correct=self._tool_names[correct])
@@ -170,9 +189,12 @@ class RegimeDriftVectorEnv(VectorEnv):
             self._reset_env(int(i), None)
 
         t = self._t
-        phase = self._phase_of_t[t]
-        correct = self._regime[self._rows, phase, self._task_keys[self._rows, t]]
-        success = stepping & (actions == correct)
+        correct = self._correct_at(t, self._phase_of_t[t])
+        chose_correct = actions == correct
+        if self._outcome_draw is not None:
+            success = stepping & self._drift.succeeds(chose_correct, self._outcome_draw[self._rows, t])
+        else:
+            success = stepping & chose_correct
         self._previous_action = np.where(stepping, actions, self._previous_action).astype(np.int64)
         self._previous_success = np.where(stepping, success, self._previous_success).astype(np.int64)
         self._t = t + stepping

@@ -6,11 +6,12 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents import METHOD_NAMES, MemoryAgent, make_memory, run_episode
+from tepa_envs.agents import METHOD_NAMES, MemoryAgent, run_episode
 from tepa_envs.agents.evaluation.facts import format_facts_table, reproduce_facts, score_method
 from tepa_envs.core import Evidence
 from tepa_envs.facts.env import FactConsolidationEnv
 from tepa_envs.facts.data import generate_records
+from tepa_envs.facts.shaped import generate_shaped
 from tepa_envs.facts.loader import write_records
 
 ENV_ID = "TEPA/FactConsolidation-v0"
@@ -26,9 +27,10 @@ def roll(env: gym.Env, seed: int, answer: str = "") -> list[tuple]:
     return steps
 
 
-def test_check_env_passes_for_both_splits():
-    for split in ("sh", "mh"):
-        check_env(gym.make(ENV_ID, split=split, length="6k").unwrapped)
+def test_check_env_passes_for_both_splits(tmp_path):
+    check_env(gym.make(ENV_ID, split="sh", length="6k").unwrapped)  # generated records, rebuilt per seed
+    path = write_records(generate_shaped("6k", 0).values(), tmp_path / "facts.json")
+    check_env(gym.make(ENV_ID, split="mh", length="6k", data_path=path).unwrapped)  # one loaded record
 
 
 def test_memorize_steps_stream_every_fact_as_asserted_evidence():
@@ -53,7 +55,7 @@ def test_memorize_steps_stream_every_fact_as_asserted_evidence():
 
 
 def test_multi_hop_questions_carry_their_chain_with_the_template_front_end():
-    env = gym.make(ENV_ID, split="mh", length="6k", extraction="templates")
+    env = gym.make(ENV_ID, split="mh", length="6k", extraction="templates", generator="classic")
     steps = roll(env, seed=0)
     chains = [info["chain"] for _, info in steps[12:-1]]
     assert len(chains) == 100 and {len(c) for c in chains} == {1, 2, 3}
@@ -72,7 +74,7 @@ def test_run_episode_scores_the_question_steps_only():
     result = run_episode(env, MemoryAgent("tepa", reading="question"), seed=0)
     assert result.success.shape == (100,) and result.success.mean() >= 0.95
     assert list(result.phase) == [1] * 100
-    multi_hop = gym.make(ENV_ID, split="mh", length="6k", extraction="templates")
+    multi_hop = gym.make(ENV_ID, split="mh", length="6k", extraction="templates", generator="classic")
     assert run_episode(multi_hop, MemoryAgent("tepa", reading="chain"), seed=0, decide_phases=(1,)).success.all()
     assert run_episode(multi_hop, MemoryAgent("tepa"), seed=0, decide_phases=(1,)).success.mean() < 0.5
 
@@ -91,7 +93,8 @@ def test_answers_are_scored_by_substring_exact_match():
 
 
 def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper():
-    rows = reproduce_facts(lengths=("6k",))
+    rows = reproduce_facts(methods=("tepa", "lww", "tepa-norev", "append-only", "temporal-recency"),
+                           lengths=("6k",), sources=("synthetic",))
     score = {(r["split"], r["method"]): r["score"] for r in rows}
     assert all(r["n_questions"] == 100 for r in rows)
     assert score[("sh", "tepa")] == score[("sh", "lww")]
@@ -102,12 +105,14 @@ def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper():
     assert paper[("sh", "tepa")] == 0.89 and paper[("mh", "lww")] is None
     table = format_facts_table(rows)
     assert "SH-6k" in table and "MH-6k" in table and "(0.89)" in table
+    assert "real / synthetic" in table and "append-only-bm25" in table  # the paper's BM25 front-end, own row
+    assert score[("sh", "append-only-bm25")] < score[("sh", "append-only")]
 
 
 def test_loaded_records_stream_like_generated_ones(tmp_path):
     path = write_records(generate_records("6k", seed=0).values(), tmp_path / "facts.jsonl")
     from_file = gym.make(ENV_ID, split="mh", length="6k", data_path=path)
-    generated = gym.make(ENV_ID, split="mh", length="6k")
+    generated = gym.make(ENV_ID, split="mh", length="6k", generator="classic")
     assert [i for _, i in roll(from_file, seed=9)] == [i for _, i in roll(generated, seed=0)]
     assert score_method(from_file, "tepa", seed=1)[0] >= 0.9
     with pytest.raises(ValueError, match="factconsolidation_sh_32k"):

@@ -10,7 +10,14 @@ import pytest
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import METHOD_NAMES
-from tepa_envs.agents.evaluation.facts import BREAKDOWN, diagnose, extra_rows, run_questions
+from tepa_envs.agents.evaluation.facts import (
+    BREAKDOWN,
+    diagnose,
+    extra_rows,
+    facts_markdown,
+    reproduce_facts,
+    run_questions,
+)
 from tepa_envs.agents.evaluation.harness import method_label
 from tepa_envs.facts.loader import load_records
 
@@ -85,3 +92,15 @@ def _never_overridden_share(official) -> float:
             counts[evidence.key] = counts.get(evidence.key, 0) + 1
     rows = runs["sh", "tepa"]  # TEPA answers every SH question; its first hop is the question's key
     return sum(counts[row["hops"][0][0]] == 1 for row in rows) / len(rows)
+
+
+def test_reproduction_puts_real_and_synthetic_side_by_side(real_rows):
+    rows = reproduce_facts(methods=("tepa",), lengths=("6k",), splits=("mh",), data_dir=real_rows,
+                           with_extra_rows=False)
+    by_source = {row["source"]: row for row in rows}
+    assert set(by_source) == {"synthetic", "real"} and by_source["real"]["data"] == "factconsolidation_mh_6k.json"
+    real, synthetic = by_source["real"]["score"], by_source["synthetic"]["score"]
+    table = facts_markdown(rows)
+    assert f"| tepa | {real:.2f} / {synthetic:.2f} (0.04) |" in table
+    assert "Where tepa's chains break, real MH-6k: correct" in table
+    assert all("breakdown" in q and "hops" in q for q in by_source["real"]["questions"])

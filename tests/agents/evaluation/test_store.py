@@ -167,3 +167,24 @@ def test_report_of_a_missing_store_is_a_usage_error(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing.db"), "--out", str(tmp_path / "out")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_a_report_uses_the_seeds_every_method_finished(tmp_path, capsys):
+    path = tmp_path / "r.db"
+    spec = single_group_spec(ENV, SMALL, ["tepa", "no-memory"], range(3))
+    with Store.open(path) as store:
+        tepa, nomem = store.add_cells(spec.cells)
+        episodes, _ = run_batch([(tepa, ENV, SMALL, "tepa", s, {}) for s in range(3)]
+                                + [(nomem, ENV, SMALL, "no-memory", s, {}) for s in (0, 2)])
+        store.add_episodes(episodes)
+    assert main(["report", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert "1 episodes left out" in capsys.readouterr().err
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["seeds"] == [0, 2]
+
+
+def test_a_store_without_a_complete_seed_has_nothing_to_report(tmp_path, capsys):
+    path = tmp_path / "r.db"
+    with Store.open(path) as store:
+        store.add_cells(single_group_spec(ENV, SMALL, ["tepa"], range(3)).cells)
+    assert main(["report", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "nothing to report" in capsys.readouterr().err

@@ -1,0 +1,233 @@
+"""The real language-model reader: speed, and how it reads against the simulated one.
+
+Two measurements (``python benchmarks/lm_reader.py speed|study|readme``):
+
+* ``speed``: seconds per decision of :class:`LocalLMReader` (SmolLM2-135M on one
+  thread) on prompts from real episodes, decisions/s with the decision cache
+  (the same prompts again: rendered, keyed, looked up), and the simulated
+  :class:`EvidenceReader` on the same records as the reference; every figure
+  also as a ratio to the reference measured in the same run.
+* ``study``: methods x seeds episodes of the controlled-drift and preference
+  environments read by the local model (greedy, temperature 0) and by the
+  simulated reader on the same seeds: success per method, and the follow rate
+  (how often the model chose the value the memory's top record names, among
+  the decisions where the memory showed one). Episodes run in a worker pool, one
+  model per worker; every finished episode is appended to ``--out``'s JSON
+  lines, so a long study can be stopped and reported as far as it got.
+* ``readme``: the table of a study's JSON lines into README.md's
+  ``<!-- begin:lm-reader -->`` block.
+
+    python benchmarks/lm_reader.py speed [--decisions 40]
+    python benchmarks/lm_reader.py study --seeds 2 [--workers 2] [--out lm_study.jsonl]
+    python benchmarks/lm_reader.py readme lm_study.jsonl [--speed lm_speed.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import tepa_envs  # noqa: F401
+from tepa_envs.agents import MemoryAgent, run_episode
+from tepa_envs.agents.evaluation.files import write_text_atomic
+from tepa_envs.agents.evaluation.pool import run_jobs
+from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.readers.lm_cache import DecisionCache
+from tepa_envs.agents.readers.local_lm import LocalLMReader
+from tepa_envs.agents.readers.prompt import shows_validity
+
+ENVS = ("TEPA/RegimeDrift-v0", "TEPA/PreferenceStream-v0")
+METHODS = ("no-memory", "append-only", "lww", "reactive-forgetting", "tepa", "tepa-full", "oracle-reset")
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK = re.compile(r"(<!-- begin:lm-reader -->\n)(.*?)(<!-- end:lm-reader -->)", re.S)
+
+
+# ------------------------------------------------------------------------------ speed
+def collect_decisions(n: int) -> list[tuple[str, tuple[str, ...], tuple[Any, ...], bool]]:
+    """(task text, choices, records, validity) of the first ``n`` decisions with a shown
+    record, from controlled-drift episodes of TEPA and append-only (simulated reader)."""
+    found: list[tuple[str, tuple[str, ...], tuple[Any, ...], bool]] = []
+
+    class Recorder(EvidenceReader):
+        def bind_memory(self, memory: object) -> None:
+            self.validity = shows_validity(memory)
+
+        def begin_task(self, info: Any) -> None:
+            self.context = info.get("context", "")
+
+        def choose(self, records, choices, stated=None):  # type: ignore[no-untyped-def]
+            if records:
+                found.append((self.context, tuple(choices), tuple(records), self.validity))
+            return super().choose(records, choices, stated)
+
+    for seed in range(100):
+        for method in ("tepa", "append-only"):
+            run_episode(gym.make(ENVS[0]), MemoryAgent(method, Recorder()), seed=seed)
+            if len(found) >= n:
+                return found[:n]
+    return found
+
+
+def speed(args: argparse.Namespace) -> dict[str, Any]:
+    decisions = collect_decisions(args.decisions)
+    with tempfile.TemporaryDirectory() as tmp:
+        cache_path = Path(tmp) / "decisions.sqlite"
+        reader = LocalLMReader(cache=DecisionCache(cache_path))
+        started = time.perf_counter()
+        reader.runtime  # noqa: B018 - load (or convert) the model before timing decisions
+        load_s = time.perf_counter() - started
+        reader.choose(decisions[0][2], decisions[0][1])  # the shared prefix's keys and values
+        started = time.perf_counter()
+        for context, choices, records, validity in decisions:
+            reader.context, reader.validity = context, validity
+            reader.choose(records, choices)
+        model_s = (time.perf_counter() - started) / len(decisions)
+        cached = LocalLMReader(cache=DecisionCache(cache_path))
+        started = time.perf_counter()
+        for _ in range(5):
+            for context, choices, records, validity in decisions:
+                cached.context, cached.validity = context, validity
+                cached.choose(records, choices)
+        cached_s = (time.perf_counter() - started) / (5 * len(decisions))
+        assert cached.stats.model_calls == 0
+    simulated = EvidenceReader()
+    started = time.perf_counter()
+    for _ in range(200):
+        for _, choices, records, _ in decisions:
+            simulated.choose(records, choices)
+    simulated_s = (time.perf_counter() - started) / (200 * len(decisions))
+    result = {"decisions": len(decisions), "load_s": load_s, "model_s_per_decision": model_s,
+              "model_decisions_per_s": 1 / model_s, "cached_decisions_per_s": 1 / cached_s,
+              "simulated_decisions_per_s": 1 / simulated_s, "cache_speedup": model_s / cached_s,
+              "model_vs_simulated": model_s / simulated_s, "cached_vs_simulated": cached_s / simulated_s,
+              "load_average": os.getloadavg()[0]}
+    print(json.dumps(result, indent=2))
+    if args.out:
+        write_text_atomic(Path(args.out), json.dumps(result, indent=2) + "\n")
+    return result
+
+
+# ------------------------------------------------------------------------------ study
+def study_job(job: tuple[str, str, int, str, str | None]) -> dict[str, Any]:
+    env_id, method, seed, reader_name, cache = job
+    reader: Any = LocalLMReader(cache=cache if cache else False) if reader_name == "local-lm" else EvidenceReader()
+    env = gym.make(env_id)
+    try:
+        started = time.perf_counter()
+        result = run_episode(env, MemoryAgent(method, reader), seed=seed)
+    finally:
+        env.close()
+    row: dict[str, Any] = {"env": env_id, "method": method, "seed": seed, "reader": reader_name,
+                           "success": float(result.success.mean()), "elapsed_s": time.perf_counter() - started}
+    stats = getattr(reader, "stats", None)
+    if stats is not None:
+        row.update(decisions=stats.decisions, shown=stats.shown, follow=stats.follow,
+                   model_calls=stats.model_calls, cache_hits=stats.cache_hits)
+    return row
+
+
+def study(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    done = {(r["env"], r["method"], r["seed"], r["reader"]) for r in read_rows(out)} if out.exists() else set()
+    envs = args.envs.split(",") if args.envs else ENVS
+    methods = args.methods.split(",") if args.methods else METHODS
+    jobs = [(env, m, s, reader, args.cache) for s in range(args.seeds) for env in envs for m in methods
+            for reader in ("simulated", "local-lm") if (env, m, s, reader) not in done]
+    jobs.sort(key=lambda j: j[3] != "simulated")  # the cheap episodes first
+    started = time.perf_counter()
+    for row in run_jobs_streaming(jobs, args.workers):
+        with open(out, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+        print(f"{time.perf_counter() - started:7.0f}s {row['env']} {row['method']} seed {row['seed']} "
+              f"{row['reader']}: success {row['success']:.3f}", flush=True)
+
+
+def run_jobs_streaming(jobs: list[Any], workers: int):  # type: ignore[no-untyped-def]
+    """Each job's row as soon as its batch is done (batches of ``workers`` jobs)."""
+    for start in range(0, len(jobs), workers):
+        yield from run_jobs(jobs[start:start + workers], study_job, workers)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# ------------------------------------------------------------------------------ README table
+def table(rows: list[dict[str, Any]], speed_result: dict[str, Any] | None) -> str:
+    lines = []
+    envs = [e for e in ENVS if any(r["env"] == e for r in rows)]
+    for env in envs:
+        env_rows = [r for r in rows if r["env"] == env]
+        seeds = sorted({r["seed"] for r in env_rows if r["reader"] == "local-lm"})
+        lines.append(f"`{env}`, {len(seeds)} seed(s) read by SmolLM2-135M (greedy), the simulated reader on the "
+                     "same seeds:\n")
+        lines.append("| method | success, simulated reader | success, SmolLM2-135M | follow rate of SmolLM2 |")
+        lines.append("|---|---|---|---|")
+        for method in METHODS:
+            lm = [r for r in env_rows if r["method"] == method and r["reader"] == "local-lm"]
+            if not lm:
+                continue
+            lm_seeds = {r["seed"] for r in lm}
+            sim = [r for r in env_rows if r["method"] == method and r["reader"] == "simulated"
+                   and r["seed"] in lm_seeds]
+            shown = sum(r["shown"] for r in lm)
+            follow = f"{sum(r['follow'] for r in lm) / shown:.2f} ({shown} decisions)" if shown else "— (no record shown)"
+            sim_text = f"{np.mean([r['success'] for r in sim]):.3f}" if sim else "—"
+            lines.append(f"| {method} | {sim_text} | {np.mean([r['success'] for r in lm]):.3f} | {follow} |")
+        lines.append("")
+    if speed_result:
+        s = speed_result
+        lines.append(f"Speed ({s['decisions']} controlled-drift decisions, one thread, load average "
+                     f"{s['load_average']:.1f} on 2 cores while measured): {s['model_s_per_decision']:.2f} s per "
+                     f"model decision ({s['model_vs_simulated']:,.0f}× the simulated reader's time); from the "
+                     f"cache {s['cached_decisions_per_s']:,.0f} decisions/s ({s['cache_speedup']:,.0f}× faster "
+                     f"than the model, {s['cached_vs_simulated']:.0f}× the simulated reader's time).")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def readme(args: argparse.Namespace) -> None:
+    rows = read_rows(Path(args.rows))
+    speed_result = json.loads(Path(args.speed).read_text()) if args.speed else None
+    text = README.read_text(encoding="utf-8")
+    if not BLOCK.search(text):
+        sys.exit("README.md has no <!-- begin:lm-reader --> block")
+    write_text_atomic(README, BLOCK.sub(lambda m: m.group(1) + table(rows, speed_result) + m.group(3), text))
+    print(table(rows, speed_result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("speed")
+    p.add_argument("--decisions", type=int, default=40)
+    p.add_argument("--out", default="lm_speed.json")
+    p.set_defaults(func=speed)
+    p = sub.add_parser("study")
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--envs", help="comma-separated environment ids (default: controlled drift, preference)")
+    p.add_argument("--methods", help="comma-separated methods (default: the seven of the paper's comparisons)")
+    p.add_argument("--cache", help="decision cache file (default: none, every decision asks the model)")
+    p.add_argument("--out", default="lm_study.jsonl")
+    p.set_defaults(func=study)
+    p = sub.add_parser("readme")
+    p.add_argument("rows")
+    p.add_argument("--speed")
+    p.set_defaults(func=readme)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
