@@ -165,7 +165,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------ README table
 def table(rows: list[dict[str, Any]], speed_result: dict[str, Any] | None) -> str:
     lines = []
-    envs = [e for e in ENVS if any(r["env"] == e for r in rows)]
+    envs = [e for e in ENVS if any(r["env"] == e and r["reader"] == "local-lm" for r in rows)]
     for env in envs:
         env_rows = [r for r in rows if r["env"] == env]
         seeds = sorted({r["seed"] for r in env_rows if r["reader"] == "local-lm"})

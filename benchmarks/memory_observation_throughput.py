@@ -1,6 +1,6 @@
 """MemoryObservation throughput as a ratio to the plain RegimeDrift-v0 env, same run.
 
-    python benchmarks/memory_observation_throughput.py [--steps 20000] [--runs 7]
+    python benchmarks/memory_observation_throughput.py [--steps 20000] [--runs 7] [--json PATH]
     python benchmarks/memory_observation_throughput.py --compare /tmp/old_memory_observation.py
 
 Steps/s of ``MemoryObservation(gym.make("TEPA/RegimeDrift-v0"), memory=m)`` for
@@ -9,13 +9,16 @@ each memory ``m``, divided by the steps/s of the plain
 interleaved runs (plain, then every memory, in every run). Reported: the median
 ratio and its spread (min to max over the runs). With ``--compare PATH`` a
 second ``MemoryObservation`` class, loaded from that file, is timed in the same
-runs too (for before/after measurements of the wrapper).
+runs too (for before/after measurements of the wrapper). Steps/s are per CPU
+second of this process (``time.process_time``). ``--json PATH`` writes every
+figure (read by ``benchmarks/speed_table.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import statistics
 import time
 from typing import Callable
@@ -35,12 +38,12 @@ def steps_per_second(env: gym.Env, steps: int) -> float:
     ``env_throughput.env_steps_per_second``, for an env that is already made)."""
     actions = np.random.default_rng(0).integers(0, env.action_space.n, size=steps)
     env.reset(seed=0)
-    start = time.perf_counter()
+    start = time.process_time()
     for action in actions:
         _, _, terminated, truncated, _ = env.step(int(action))
         if terminated or truncated:
             env.reset()
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     env.close()
     return steps / elapsed
 
@@ -58,6 +61,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--compare", metavar="PATH", help="also time the MemoryObservation defined in PATH")
+    parser.add_argument("--json", metavar="PATH", help="write every figure to PATH")
     args = parser.parse_args()
 
     wrappers: dict[str, Callable[..., gym.Env]] = {"current": MemoryObservation}
@@ -80,6 +84,13 @@ def main() -> None:
         name = f"MemoryObservation {memory}" + (f" ({label})" if args.compare else "")
         print(f"  {name:<40} {statistics.median(values):.2f}x plain  "
               f"(min {min(values):.2f}, max {max(values):.2f})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "memory_observation_throughput", "env": ENV_ID, "steps": args.steps,
+                       "runs": args.runs, "plain_steps_per_second": statistics.median(plain_rates),
+                       "ratios": {f"{memory} ({label})" if args.compare else memory:
+                                  {"median": statistics.median(v), "min": min(v), "max": max(v)}
+                                  for (label, memory), v in ratios.items()}}, f, indent=1)
     if args.compare:
         for memory in MEMORIES:
             speedup = [c / o for c, o in zip(ratios[("current", memory)], ratios[("compared", memory)])]

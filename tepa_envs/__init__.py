@@ -49,6 +49,7 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "TEPA/RegimeDrift-Poisson-v0": {"schedule": "poisson", "n_keys": 4},
     "TEPA/RegimeDrift-ManyKeys-v0": {"n_keys": 8, "phase_lengths": [80, 80, 80, 80]},
     "TEPA/RegimeDrift-Zipf-v0": {"schedule": "zipf", "n_keys": 8, "phase_lengths": [80, 80, 80, 80]},
+    "TEPA/RegimeDrift-NoisyManyKeys-v0": {"schedule": "noisy", "n_keys": 8, "phase_lengths": [80, 80, 80, 80]},
 }
 for _scenario_id in SCENARIOS:
     _ENTRY_POINTS[_scenario_id] = _ENTRY_POINTS["TEPA/RegimeDrift-v0"]

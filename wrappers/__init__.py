@@ -2,5 +2,6 @@
 
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, MemoryObservation
 from tepa_envs.wrappers.shared_memory import SharedMemory
+from tepa_envs.wrappers.vector_memory import BATCHED_MEMORIES, MemoryObservationV
 
-__all__ = ["MEMORY_ENTRIES", "MemoryObservation", "SharedMemory"]
+__all__ = ["BATCHED_MEMORIES", "MEMORY_ENTRIES", "MemoryObservation", "MemoryObservationV", "SharedMemory"]

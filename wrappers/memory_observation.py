@@ -67,12 +67,12 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
         self._dict_inner = isinstance(env.observation_space, gym.spaces.Dict)
         self.observation_space = gym.spaces.Dict({**self._inner_spaces(env.observation_space),
                                                   **memory_spaces(self.n_actions)})
-        # Precomputed once: the arrays of an empty view (copied, never handed out) and
-        # the scaled counts already seen (each computed by scaled_count itself).
+        # Precomputed once: the arrays of an empty view (copied, never handed out) and, per
+        # pair of counts already seen, the validity and scaled counts (computed as memory_view does).
         self._zero_value = np.zeros(self.n_actions, dtype=np.float32)
         self._zero_unit = np.zeros(1, dtype=np.float32)
         self._zero_count = scaled_count(0, count_cap)
-        self._scaled: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._scaled: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _bind(self, task: TaskAccess) -> None:
         """Cache what every step needs: the task contract and the memory's bound methods."""
@@ -126,15 +126,18 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
     def _action_of(self, value: str) -> int | None:
         return action_of(self._task.to_action, value, self.n_actions)
 
-    def _scaled_counts(self, support: Any, conflict: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Fresh copies of ``scaled_count`` of both counts, computed once per pair of integer counts."""
-        cacheable = type(support) is int and type(conflict) is int
-        pair = self._scaled.get((support, conflict)) if cacheable else None
-        if pair is None:
-            pair = scaled_count(support, self.count_cap), scaled_count(conflict, self.count_cap)
+    def _record_view(self, record: Record) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fresh copies of the validity and scaled-count arrays of ``record``, computed once per pair
+        of integer counts of a plain :class:`Record` (whose validity depends on its counts alone)."""
+        support, conflict = record.support, record.conflict
+        cacheable = type(support) is int and type(conflict) is int and type(record) is Record
+        arrays = self._scaled.get((support, conflict)) if cacheable else None
+        if arrays is None:
+            arrays = (np.array([record.validity], dtype=np.float32), scaled_count(support, self.count_cap),
+                      scaled_count(conflict, self.count_cap))
             if cacheable and len(self._scaled) < _SCALED_CACHE_SIZE:
-                self._scaled[(support, conflict)] = pair
-        return pair[0].copy(), pair[1].copy()
+                self._scaled[(support, conflict)] = arrays
+        return arrays[0].copy(), arrays[1].copy(), arrays[2].copy()
 
     def _augment(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         # Same result as memory_view(self.top_record(info), ...), merged after the inner entries,
@@ -163,8 +166,7 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
             validity, support, conflict = self._zero_unit.copy(), self._zero_count.copy(), self._zero_count.copy()
         else:
             value[action] = 1.0
-            validity = np.array([record.validity], dtype=np.float32)
-            support, conflict = self._scaled_counts(record.support, record.conflict)
+            validity, support, conflict = self._record_view(record)
         if self._dict_inner:
             merged = dict(observation)
             merged["memory_value"] = value

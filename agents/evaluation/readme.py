@@ -230,6 +230,10 @@ def tables(results_dir: Path) -> dict[str, str]:
 
         check_manifest(results_dir / "suite")
         out["suite-leaderboard"] = suite_table(results_dir / "suite")
+        if all("metrics" in s for s in _load(results_dir / "suite" / "suite.json")["scenarios"]):
+            from tepa_envs.agents.evaluation.suite import readme_metrics
+
+            out["suite-metrics"] = readme_metrics(results_dir / "suite")
     return out
 
 

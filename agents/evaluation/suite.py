@@ -7,7 +7,8 @@ the registry (``METHOD_NAMES``, so a method registered there joins the suite) pl
 any ``package.module:Class`` given with ``--methods``.
 
 Every (scenario, method, seed) episode is one job of the harness's pool
-(:func:`~tepa_envs.agents.evaluation.harness.run_job`), all scenarios in one pool,
+(:func:`~tepa_envs.agents.evaluation.drift_metrics.run_traced_job`: the harness's episode
+with the drift metrics recorded alongside, decisions unchanged), all scenarios in one pool,
 so results do not depend on ``--workers``. Statistics, all paired by seed (two
 methods on one seed see the same task stream, and on noisy scenarios the same
 outcome draws):
@@ -31,11 +32,17 @@ outcome draws):
   same resample for every scenario, and the ranks recomputed.
 * **Pairs not significantly different anywhere**: non-oracle pairs with no
   significant comparison on any scenario.
+* **Drift metrics** per scenario and method (every method, oracles included):
+  detection delay, false revocations per 1,000 tasks, stale retrievals, cumulative
+  regret against the oracle that knows the correct value, and recovery time, as
+  defined in :mod:`~tepa_envs.agents.evaluation.drift_metrics` and pooled over seeds
+  by :func:`~tepa_envs.agents.evaluation.drift_metrics.pool_metrics`.
 
 Written to ``--out`` (default ``results/suite``), each file atomically:
 ``suite.json`` (everything above; no timings, so it is byte-identical for any
 ``--workers``), ``leaderboard.md`` (:func:`leaderboard_markdown`, also the
-README's ``suite-leaderboard`` block), ``heatmap.png`` (overall success, methods
+README's ``suite-leaderboard`` block), ``metrics.md`` (the drift metrics, also the
+README's ``suite-metrics`` block), ``heatmap.png`` (overall success, methods
 × scenarios) and ``manifest.json`` last.
 
 ``suite.json`` layout (``suite_version`` 1): ``methods``, ``oracles``, ``seeds``,
@@ -44,7 +51,8 @@ README's ``suite-leaderboard`` block), ``heatmap.png`` (overall success, methods
 ``overall``), ``reversal_phases``, ``success`` (method -> phase -> ``mean``,
 ``ci_low``, ``ci_high``), ``best``, ``within_ci_of_best``,
 ``not_significantly_below_best`` (Holm), ``below_no_memory_in_reversal`` (method ->
-the reversal phases where it is significantly below ``no-memory``);
+the reversal phases where it is significantly below ``no-memory``), ``metrics`` (method ->
+:func:`~tepa_envs.agents.evaluation.drift_metrics.pool_metrics`);
 ``comparisons``, each with ``kind`` (``"pair"`` or ``"reversal"``), ``env_id``,
 ``phase``, ``method``, ``other``, ``diff`` (method − other) with ``ci_low``/``ci_high``,
 ``p_value``, ``p_at_floor``, ``p_holm``, ``significant``; ``ranks`` (method ->
@@ -69,7 +77,8 @@ import numpy as np
 import tepa_envs
 from tepa_envs.agents.evaluation.files import begin_run, write_bytes_atomic, write_json_atomic, write_manifest
 from tepa_envs.agents.evaluation.files import write_text_atomic
-from tepa_envs.agents.evaluation.harness import describe_job, method_label, run_job, run_jobs, validate_methods
+from tepa_envs.agents.evaluation.drift_metrics import metrics_markdown, pool_metrics, run_traced_job
+from tepa_envs.agents.evaluation.harness import describe_job, method_label, run_jobs, validate_methods
 from tepa_envs.agents.evaluation.pool import Progress
 from tepa_envs.agents.evaluation.report import _ceil_2sig
 from tepa_envs.agents.evaluation.statistics import (
@@ -135,8 +144,9 @@ def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequen
     for info in infos:
         validate_methods(info.env_id, {}, methods)
     jobs = [(info.env_id, {}, method, seed, {}) for info in infos for method in methods for seed in seeds]
-    outputs = run_jobs(jobs, run_job, workers, progress, describe=describe_job)
+    outputs = run_jobs(jobs, run_traced_job, workers, progress, describe=describe_job)
     per_seed: dict[tuple[str, str, str], np.ndarray] = {}
+    metrics: dict[str, dict[str, Any]] = {}
     block = len(methods) * len(seeds)
     for s_index, info in enumerate(infos):
         phase = outputs[s_index * block][1]
@@ -148,8 +158,13 @@ def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequen
             for name, mask in masks.items():
                 per_seed[info.env_id, label, name] = success[:, mask].mean(axis=1)
             per_seed[info.env_id, label, OVERALL] = success.mean(axis=1)
+            episodes = [out[3] for out in outputs[start:start + len(seeds)]]
+            metrics.setdefault(info.env_id, {})[label] = pool_metrics(episodes)
     labels = [method_label(m) for m in methods]
-    return analyse(per_seed, infos, labels, seeds, alpha=alpha, n_perm=n_perm)
+    data = analyse(per_seed, infos, labels, seeds, alpha=alpha, n_perm=n_perm)
+    for entry in data["scenarios"]:
+        entry["metrics"] = metrics[entry["env_id"]]
+    return data
 
 
 def analyse(per_seed: dict[tuple[str, str, str], np.ndarray], infos: Sequence[Scenario], methods: Sequence[str],
@@ -370,8 +385,9 @@ def write_suite(data: dict[str, Any], out: Path, *, elapsed_s: float | None = No
     begin_run(out)
     write_json_atomic(out / "suite.json", data)
     write_text_atomic(out / "leaderboard.md", leaderboard_markdown(data))
+    write_text_atomic(out / "metrics.md", metrics_markdown(data))
     plot_heatmap(data, out / "heatmap.png")
-    files = ["suite.json", "leaderboard.md", "heatmap.png"]
+    files = ["suite.json", "leaderboard.md", "metrics.md", "heatmap.png"]
     extra = {} if elapsed_s is None else {"elapsed_s": round(elapsed_s, 1)}
     write_manifest(out, files, seeds=data["seeds"], methods=data["methods"], setting="suite",
                    scenarios=[s["env_id"] for s in data["scenarios"]], alpha=data["alpha"], **extra)
@@ -381,6 +397,11 @@ def write_suite(data: dict[str, Any], out: Path, *, elapsed_s: float | None = No
 def readme_table(directory: Path) -> str:
     """The README's ``suite-leaderboard`` block from a suite directory (``suite.json``)."""
     return leaderboard_markdown(json.loads((Path(directory) / "suite.json").read_text()))
+
+
+def readme_metrics(directory: Path) -> str:
+    """The README's ``suite-metrics`` block from a suite directory (``suite.json``)."""
+    return metrics_markdown(json.loads((Path(directory) / "suite.json").read_text()))
 
 
 # --------------------------------------------------------------------------------- CLI
@@ -426,4 +447,5 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser, int | None],
 
 
 __all__ = ["DEFAULT_SEEDS", "SUITE_SCENARIOS", "Scenario", "add_parser", "analyse", "cmd_suite",
-           "leaderboard_markdown", "mean_ranks", "readme_table", "run_suite", "scenario", "write_suite"]
+           "leaderboard_markdown", "mean_ranks", "readme_metrics", "readme_table", "run_suite", "scenario",
+           "write_suite"]

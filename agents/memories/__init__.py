@@ -8,6 +8,13 @@ from tepa_envs.agents.memories.baselines import (
     SlidingWindow,
     TemporalRecency,
 )
+from tepa_envs.agents.memories.changepoint import (
+    ADWINMemory,
+    BOCPDMemory,
+    ChangePointMemory,
+    CUSUMMemory,
+    DiscountedBeta,
+)
 from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
 from tepa_envs.agents.memories.lexical import BM25Index
 from tepa_envs.agents.memories.lww_validation import LWWValidation
@@ -17,12 +24,14 @@ from tepa_envs.agents.memories.semantic import SemanticRetrieval
 from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, TEPAPaper, replay_audit
 from tepa_envs.agents.memories.tepa_choices import PAPER_READINGS, PRESETS as TEPA_PRESETS, TEPAChoices
 from tepa_envs.agents.memories.tepa_full import TEPAFull
+from tepa_envs.agents.memories.tepa_regime import TEPARegime
 from tepa_envs.agents.memories.trials import TrialGate
 
 __all__ = [
-    "AppendOnly", "BM25Index", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
+    "ADWINMemory", "AppendOnly", "BM25Index", "BOCPDMemory", "CUSUMMemory", "ChangePointMemory",
+    "DiscountedBeta", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
     "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "PAPER_READINGS",
     "ReactiveForgetting", "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAChoices", "TEPAFull", "TEPANoRev",
-    "TEPAPaper", "TEPA_PRESETS", "TemporalRecency", "TrialGate",
+    "TEPAPaper", "TEPARegime", "TEPA_PRESETS", "TemporalRecency", "TrialGate",
     "hooks_of", "load_class", "make_memory", "replay_audit",
 ]

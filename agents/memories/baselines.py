@@ -17,6 +17,7 @@ from tepa_envs.agents.memories.lexical import BM25Index
 from tepa_envs.agents.memories.protocol import MemoryBase
 
 ACTIVE = LifecycleState.ACTIVE
+_new_tuple = tuple.__new__
 RETRIEVALS: tuple[str, ...] = ("key", "lexical")
 
 
@@ -36,7 +37,9 @@ class ValueEntry:
     updated: int
 
     def record(self, key: str, conflict: int, score: float = 0.0) -> Record:
-        return Record(key, self.value, self.support, conflict, ACTIVE, self.created, self.updated, score)
+        # Record(...) without the named tuple's Python-level __new__: the same object, built faster.
+        return _new_tuple(Record, (key, self.value, self.support, conflict, ACTIVE, self.created, self.updated,
+                                   score))
 
 
 class NoMemory(MemoryBase):
@@ -81,13 +84,16 @@ class AppendOnly(MemoryBase):
         self._document_of: dict[tuple[str, str], int] = {}
 
     def _observe(self, evidence: Evidence) -> None:
-        if not asserts_value(evidence):
+        if evidence.outcome is False:  # asserts_value, inlined
             return
-        entries = self._values.setdefault(evidence.key, {})
-        entry = entries.get(evidence.value)
+        key, value = evidence.key, evidence.value
+        entries = self._values.get(key)
+        if entries is None:
+            entries = self._values[key] = {}
+        entry = entries.get(value)
         if entry is None:
-            entries[evidence.value] = ValueEntry(evidence.value, 1, evidence.t, evidence.t)
-            self._index_fact(evidence.key, evidence.value)
+            entries[value] = ValueEntry(value, 1, evidence.t, evidence.t)
+            self._index_fact(key, value)
         else:
             entry.support += 1
             entry.updated = evidence.t
@@ -170,7 +176,7 @@ class LastWriteWins(MemoryBase):
         self._replacements: dict[str, int] = {}
 
     def _observe(self, evidence: Evidence) -> None:
-        if asserts_value(evidence):
+        if evidence.outcome is not False:  # asserts_value, inlined
             self._write(evidence)
 
     def _write(self, evidence: Evidence) -> None:

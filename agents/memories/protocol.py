@@ -59,6 +59,9 @@ def hooks_of(memory: Memory) -> MemoryHooks:
 class MemoryBase(MemoryHooks):
     """Validates input before any state changes, so bad evidence loses nothing.
 
+    Evidence its constructor already validated (:func:`~tepa_envs.core.types.is_checked`)
+    is only checked for time order; anything else is validated in full.
+
     Subclasses implement ``_observe``, ``_retrieve`` and ``_reset``; methods that
     validate by execution use :attr:`trial`, set by :meth:`bind_trial`.
     """
@@ -72,18 +75,30 @@ class MemoryBase(MemoryHooks):
         self.trial = trial
 
     def __init__(self) -> None:
-        self._last_t: int | None = None
+        self._last_t = 0  # evidence times are >= 0: nothing is refused as "backwards" before the first
 
     def observe(self, evidence: Evidence) -> None:
-        validate_evidence(evidence, self._last_t)
+        # Trusted fast path: evidence its constructor validated (is_checked, inlined) needs only
+        # the time-order check; anything else is validated in full. Both before any state changes.
+        if type(evidence) is Evidence:
+            try:
+                checked = evidence._checked  # type: ignore[attr-defined]
+            except AttributeError:
+                checked = False
+        else:
+            checked = False
+        if checked is not True or evidence.t < self._last_t:
+            validate_evidence(evidence, self._last_t)
         self._observe(evidence)
         self._last_t = evidence.t
 
     def retrieve(self, key: str, context: str = "") -> list[Record]:
-        return self._retrieve(check_str("key", key), check_str("context", context))
+        if type(key) is not str or type(context) is not str:
+            check_str("key", key), check_str("context", context)
+        return self._retrieve(key, context)
 
     def reset(self) -> None:
-        self._last_t = None
+        self._last_t = 0
         self._reset()
 
     def __repr__(self) -> str:

@@ -32,13 +32,29 @@ class LifecycleState(str, enum.Enum):
     REVOKED = "revoked"
 
 
+class _Checked:
+    """Private base of :class:`Evidence`: one slot, outside the dataclass fields (so
+    equality, hashing, ``repr``, ``fields()`` and pickling ignore it), where the
+    constructor records that it validated the evidence."""
+
+    __slots__ = ("_checked",)
+
+
 @dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(_Checked):
     """One thing a step revealed.
 
     ``outcome=True/False``: the agent used ``value`` for ``key`` and it worked /
     failed. ``outcome=None``: an asserted observation (a stated fact or
     preference) with no action behind it.
+
+    The constructor validates every field (:func:`validate_evidence`), once, where
+    the evidence is built, and marks the instance checked; memories then skip
+    re-validating it (:func:`is_checked`) and check only that time does not go
+    backwards. Anything else they are given (another type, a subclass, an
+    ``Evidence`` that bypassed its constructor, e.g. through ``object.__new__`` or
+    unpickling) is validated in full before any state changes. The instance is
+    frozen: changing a field with ``object.__setattr__`` breaks that contract.
     """
 
     key: str
@@ -48,7 +64,28 @@ class Evidence:
     source: str = "env"
 
     def __post_init__(self) -> None:
-        validate_evidence(self)
+        key, t, outcome = self.key, self.t, self.outcome
+        # The common case in a few identity checks; anything unusual (a str subclass, a bad
+        # field) goes through validate_evidence, which raises naming the field or accepts it.
+        if not (type(key) is str and type(self.value) is str and type(t) is int and 0 <= t < MAX_T
+                and (outcome is None or outcome is True or outcome is False)
+                and type(self.source) is str and key.strip()):
+            validate_evidence(self)
+        _set_checked(self, True)
+
+
+_set_checked = _Checked._checked.__set__  # type: ignore[attr-defined]
+
+
+def is_checked(evidence: object) -> bool:
+    """Whether ``evidence`` is an :class:`Evidence` (the class itself, not a subclass)
+    that its constructor validated: such evidence needs no re-validation."""
+    if type(evidence) is not Evidence:
+        return False
+    try:
+        return evidence._checked is True  # type: ignore[attr-defined]
+    except AttributeError:  # built without the constructor
+        return False
 
 
 class Record(NamedTuple):

@@ -201,6 +201,11 @@ class RegimeDriftEnv(TaskStreamEnv):
       80 tasks): ManyKeys with Zipf-distributed keys (exponent 1: the most
       frequent key takes 37 % of the tasks, the rarest 4.6 %, about four tasks a
       phase), so rare keys see few outcomes between changes.
+    * ``TEPA/RegimeDrift-NoisyManyKeys-v0`` (``schedule="noisy"``, ``n_keys=8``,
+      phases of 80 tasks): ManyKeys with Noisy's flaky executor. Transient
+      failures of different keys now coincide by chance, so a rule that reads a
+      burst of failures across keys as a regime change (``tepa-regime``) meets
+      its false alarms here.
 
     ## Action Space
 

@@ -42,7 +42,7 @@ def two_runs(tmp_path_factory):
 
 
 def test_one_and_two_workers_give_identical_files(two_runs):
-    for name in ("suite.json", "leaderboard.md"):
+    for name in ("suite.json", "leaderboard.md", "metrics.md"):
         assert (two_runs[1] / name).read_bytes() == (two_runs[2] / name).read_bytes(), name
 
 
@@ -52,7 +52,7 @@ def test_the_suite_runs_every_registered_method_and_writes_a_complete_run(two_ru
     assert [s["env_id"] for s in data["scenarios"]] == list(SUITE_SCENARIOS)
     assert verify_manifest(two_runs[1])
     manifest = json.loads((two_runs[1] / "manifest.json").read_text())
-    assert set(manifest["files"]) == {"suite.json", "leaderboard.md", "heatmap.png"}
+    assert set(manifest["files"]) == {"suite.json", "leaderboard.md", "metrics.md", "heatmap.png"}
     assert (two_runs[1] / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for s in data["scenarios"]:
         assert s["phases"][-1] == "overall" and set(s["success"]) == set(METHOD_NAMES)
@@ -66,15 +66,18 @@ def test_the_suite_runs_every_registered_method_and_writes_a_complete_run(two_ru
 def test_the_readme_block_is_the_leaderboard(two_runs, tmp_path):
     results = tmp_path / "results"
     (results / "suite").mkdir(parents=True)
-    for name in ("suite.json", "leaderboard.md", "heatmap.png", "manifest.json"):
+    for name in ("suite.json", "leaderboard.md", "metrics.md", "heatmap.png", "manifest.json"):
         (results / "suite" / name).write_bytes((two_runs[1] / name).read_bytes())
     readme = tmp_path / "README.md"
     findings = "<!-- begin:findings -->\n| kept |\n<!-- end:findings -->\n"
     readme.write_text("# x\n\n<!-- begin:suite-leaderboard -->\nOLD-BLOCK\n<!-- end:suite-leaderboard -->\n"
+                      "<!-- begin:suite-metrics -->\nOLD-METRICS\n<!-- end:suite-metrics -->\n"
                       + findings + "tail\n")
-    assert update_readme(readme, results) == ["suite-leaderboard"]  # no other table is generated from it
+    # no other table is generated from it
+    assert update_readme(readme, results) == ["suite-leaderboard", "suite-metrics"]
     text = readme.read_text()
     assert (two_runs[1] / "leaderboard.md").read_text() in text and "OLD-BLOCK" not in text and text.endswith("tail\n")
+    assert (two_runs[1] / "metrics.md").read_text() in text and "OLD-METRICS" not in text
     assert findings in text  # a suite-only directory leaves the settings' tables alone
 
 
