@@ -20,32 +20,17 @@ import argparse
 import importlib.util
 import json
 import statistics
-import time
 from typing import Callable
 
 import gymnasium as gym
-import numpy as np
 
 import tepa_envs  # noqa: F401
 from tepa_envs.wrappers import MemoryObservation
 
+from env_throughput import steps_per_second  # benchmarks/ is the script's directory, so on sys.path
+
 ENV_ID = "TEPA/RegimeDrift-v0"
 MEMORIES = ("no-memory", "lww", "tepa")
-
-
-def steps_per_second(env: gym.Env, steps: int) -> float:
-    """Steps/s of ``env`` under seeded random actions, resets included (the loop of
-    ``env_throughput.env_steps_per_second``, for an env that is already made)."""
-    actions = np.random.default_rng(0).integers(0, env.action_space.n, size=steps)
-    env.reset(seed=0)
-    start = time.process_time()
-    for action in actions:
-        _, _, terminated, truncated, _ = env.step(int(action))
-        if terminated or truncated:
-            env.reset()
-    elapsed = time.process_time() - start
-    env.close()
-    return steps / elapsed
 
 
 def load_wrapper(path: str) -> type:
