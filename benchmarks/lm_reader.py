@@ -8,17 +8,25 @@ Two measurements (``python benchmarks/lm_reader.py speed|study|readme``):
   :class:`EvidenceReader` on the same records as the reference; every figure
   also as a ratio to the reference measured in the same run.
 * ``study``: methods x seeds episodes of the controlled-drift and preference
-  environments read by the local model (greedy, temperature 0) and by the
-  simulated reader on the same seeds: success per method, and the follow rate
-  (how often the model chose the value the memory's top record names, among
-  the decisions where the memory showed one). Episodes run in a worker pool, one
-  model per worker; every finished episode is appended to ``--out``'s JSON
-  lines, so a long study can be stopped and reported as far as it got.
+  environments read by the simulated reader and by the local model in each of
+  the ``--readers`` variants (:data:`READERS`: greedy with the template as
+  documented, where TEPA's records show their validity; greedy with validities
+  hidden, so that TEPA's records read exactly like every other memory's; and, on
+  request, options sampled at temperature 1, so the model explores) on the same
+  seeds: success per method, and the follow rate (how
+  often the model chose the value the memory's top record names, among the
+  decisions where the memory showed one). Episodes run in a worker pool, one
+  model per worker, seed by seed; every finished episode is appended to
+  ``--out``'s JSON lines, so a long study can be stopped and reported as far as
+  it got. With ``--cache`` the variants share one decision cache: a prompt that
+  two variants render alike (every prompt of a memory without validities) asks
+  the model once.
 * ``readme``: the table of a study's JSON lines into README.md's
   ``<!-- begin:lm-reader -->`` block.
 
     python benchmarks/lm_reader.py speed [--decisions 40]
-    python benchmarks/lm_reader.py study --seeds 2 [--workers 2] [--out lm_study.jsonl]
+    python benchmarks/lm_reader.py study --seeds 2 [--workers 2] [--readers local-lm,local-lm-hidden]
+                                         [--cache FILE] [--out lm_study.jsonl]
     python benchmarks/lm_reader.py readme lm_study.jsonl [--speed lm_speed.json]
 """
 
@@ -48,6 +56,14 @@ from tepa_envs.agents.readers.prompt import shows_validity
 
 ENVS = ("TEPA/RegimeDrift-v0", "TEPA/PreferenceStream-v0")
 METHODS = ("no-memory", "append-only", "lww", "reactive-forgetting", "tepa", "tepa-full", "oracle-reset")
+READERS: dict[str, dict[str, Any]] = {
+    "local-lm": {},
+    "local-lm-hidden": {"validity": "hidden"},
+    "local-lm-t1": {"temperature": 1.0},
+}
+"""The local-model variants a study can run: their :class:`LocalLMReader` kwargs."""
+READER_LABELS = {"local-lm": "SmolLM2-135M", "local-lm-hidden": "SmolLM2-135M, validity hidden",
+                 "local-lm-t1": "SmolLM2-135M, sampled (temperature 1)"}
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"(<!-- begin:lm-reader -->\n)(.*?)(<!-- end:lm-reader -->)", re.S)
 
@@ -120,7 +136,8 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ study
 def study_job(job: tuple[str, str, int, str, str | None]) -> dict[str, Any]:
     env_id, method, seed, reader_name, cache = job
-    reader: Any = LocalLMReader(cache=cache if cache else False) if reader_name == "local-lm" else EvidenceReader()
+    reader: Any = (EvidenceReader() if reader_name == "simulated"
+                   else LocalLMReader(cache=cache if cache else False, **READERS[reader_name]))
     env = gym.make(env_id)
     try:
         started = time.perf_counter()
@@ -141,9 +158,13 @@ def study(args: argparse.Namespace) -> None:
     done = {(r["env"], r["method"], r["seed"], r["reader"]) for r in read_rows(out)} if out.exists() else set()
     envs = args.envs.split(",") if args.envs else ENVS
     methods = args.methods.split(",") if args.methods else METHODS
-    jobs = [(env, m, s, reader, args.cache) for s in range(args.seeds) for env in envs for m in methods
-            for reader in ("simulated", "local-lm") if (env, m, s, reader) not in done]
-    jobs.sort(key=lambda j: j[3] != "simulated")  # the cheap episodes first
+    readers = ["simulated", *args.readers.split(",")]
+    unknown = sorted(set(readers) - {"simulated", *READERS})
+    if unknown:
+        sys.exit(f"unknown reader(s) {', '.join(unknown)}; valid: {', '.join(READERS)}")
+    jobs = [(env, m, s, reader, args.cache) for s in range(args.seeds) for env in envs for reader in readers
+            for m in methods if (env, m, s, reader) not in done]
+    jobs.sort(key=lambda j: (j[3] != "simulated", j[2]))  # the cheap episodes first, then seed by seed
     started = time.perf_counter()
     for row in run_jobs_streaming(jobs, args.workers):
         with open(out, "a", encoding="utf-8") as handle:
@@ -159,31 +180,58 @@ def run_jobs_streaming(jobs: list[Any], workers: int):  # type: ignore[no-untype
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The study's rows, one per (env, method, seed, reader): a row written twice (two
+    study processes on one file) counts once, the last written."""
+    rows: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[row["env"], row["method"], row["seed"], row["reader"]] = row
+    return list(rows.values())
 
 
 # ------------------------------------------------------------------------------ README table
+def _follow(rows: list[dict[str, Any]]) -> str:
+    shown = sum(r["shown"] for r in rows)
+    return f"{sum(r['follow'] for r in rows) / shown:.2f} ({shown})" if shown else "— (0)"
+
+
 def table(rows: list[dict[str, Any]], speed_result: dict[str, Any] | None) -> str:
+    """Per environment: success of every method with the simulated reader and each local-model
+    variant, and the model's follow rate, over the seeds every (method, reader) finished."""
     lines = []
-    envs = [e for e in ENVS if any(r["env"] == e and r["reader"] == "local-lm" for r in rows)]
-    for env in envs:
+    for env in ENVS:
         env_rows = [r for r in rows if r["env"] == env]
-        seeds = sorted({r["seed"] for r in env_rows if r["reader"] == "local-lm"})
-        lines.append(f"`{env}`, {len(seeds)} seed(s) read by SmolLM2-135M (greedy), the simulated reader on the "
-                     "same seeds:\n")
-        lines.append("| method | success, simulated reader | success, SmolLM2-135M | follow rate of SmolLM2 |")
-        lines.append("|---|---|---|---|")
-        for method in METHODS:
-            lm = [r for r in env_rows if r["method"] == method and r["reader"] == "local-lm"]
-            if not lm:
-                continue
-            lm_seeds = {r["seed"] for r in lm}
-            sim = [r for r in env_rows if r["method"] == method and r["reader"] == "simulated"
-                   and r["seed"] in lm_seeds]
-            shown = sum(r["shown"] for r in lm)
-            follow = f"{sum(r['follow'] for r in lm) / shown:.2f} ({shown} decisions)" if shown else "— (no record shown)"
-            sim_text = f"{np.mean([r['success'] for r in sim]):.3f}" if sim else "—"
-            lines.append(f"| {method} | {sim_text} | {np.mean([r['success'] for r in lm]):.3f} | {follow} |")
+        variants = [v for v in READERS if any(r["reader"] == v for r in env_rows)]
+        if not variants:
+            continue
+        have = {(r["method"], r["reader"], r["seed"]) for r in env_rows}
+        methods = [m for m in METHODS if any(r["method"] == m for r in env_rows)]
+        seeds = sorted(s for s in {r["seed"] for r in env_rows}
+                       if all((m, v, s) in have for m in methods for v in ("simulated", *variants)))
+        if not seeds:
+            continue
+        left_out = sum(1 for r in env_rows if r["seed"] not in seeds and r["reader"] != "simulated")
+        pick = {(m, v): [r for r in env_rows if r["method"] == m and r["reader"] == v and r["seed"] in seeds]
+                for m in methods for v in ("simulated", *variants)}
+        decisions = sum(r["decisions"] for v in variants for m in methods for r in pick[m, v])
+        calls = sum(r["model_calls"] for v in variants for m in methods for r in pick[m, v])
+        lines.append(f"`{env}`, seeds {', '.join(map(str, seeds))} ({len(seeds)} seed(s); greedy unless sampled; "
+                     f"{decisions:,} decisions, {calls:,} of them asked the model, the rest answered by the shared "
+                     "decision cache" + (f"; {left_out} episodes of unfinished seeds left out" if left_out else "")
+                     + "). Success is the mean over seeds; follow rate: the share of decisions where the model "
+                     "chose the value the memory's top record names (in brackets, how many decisions showed "
+                     "one):\n")
+        header = ["method", "simulated reader"]
+        for v in variants:
+            header += [READER_LABELS[v], "follow rate"]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for m in methods:
+            cells = [m, f"{np.mean([r['success'] for r in pick[m, 'simulated']]):.3f}"]
+            for v in variants:
+                cells += [f"{np.mean([r['success'] for r in pick[m, v]]):.3f}", _follow(pick[m, v])]
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     if speed_result:
         s = speed_result
@@ -218,6 +266,8 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--envs", help="comma-separated environment ids (default: controlled drift, preference)")
     p.add_argument("--methods", help="comma-separated methods (default: the seven of the paper's comparisons)")
+    p.add_argument("--readers", default="local-lm,local-lm-hidden",
+                   help="comma-separated local-model variants besides the simulated reader: " + ", ".join(READERS))
     p.add_argument("--cache", help="decision cache file (default: none, every decision asks the model)")
     p.add_argument("--out", default="lm_study.jsonl")
     p.set_defaults(func=study)

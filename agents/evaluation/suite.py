@@ -1,8 +1,11 @@
 """``tepa-bench suite``: every registered memory method on every drift scenario, and a leaderboard.
 
 The scenarios (:data:`SUITE_SCENARIOS`) are ``TEPA/RegimeDrift-v0`` (the paper's
-protocol) and the registered drift scenarios (``tepa_envs.SCENARIOS``: noisy,
-recurring, gradual, async, Poisson, many keys, Zipf). The methods are every name in
+protocol), the registered drift scenarios (``tepa_envs.SCENARIOS``: noisy,
+recurring, gradual, async, Poisson, many keys, Zipf, noisy many keys) and
+``TEPA/PreferenceStream-v0`` (the paper's four phases on a simulated user whose
+evidence is mostly *stated*: assertions, with one-off noisy statements, where the
+RegimeDrift scenarios give outcomes only). The methods are every name in
 the registry (``METHOD_NAMES``, so a method registered there joins the suite) plus
 any ``package.module:Class`` given with ``--methods``.
 
@@ -86,14 +89,15 @@ from tepa_envs.agents.evaluation.statistics import (
 )
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 
-SUITE_SCENARIOS: tuple[str, ...] = ("TEPA/RegimeDrift-v0", *tepa_envs.SCENARIOS)
+SUITE_SCENARIOS: tuple[str, ...] = ("TEPA/RegimeDrift-v0", *tepa_envs.SCENARIOS, "TEPA/PreferenceStream-v0")
 """The suite's scenarios, in the leaderboard's order."""
 SHORT_NAMES: dict[str, str] = {env_id: env_id.removeprefix("TEPA/RegimeDrift-").removesuffix("-v0").lower()
                                for env_id in SUITE_SCENARIOS}
 SHORT_NAMES["TEPA/RegimeDrift-v0"] = "paper"
+SHORT_NAMES["TEPA/PreferenceStream-v0"] = "preference"
 DEFAULT_SEEDS = 300
-"""Seeds per scenario by default: the whole suite (every registered method, eight scenarios)
-runs in well under 10 minutes on 2 cores, and a phase's 95 % CI half-width is about 0.01–0.03."""
+"""Seeds per scenario by default: the whole suite (every registered method, ten scenarios)
+runs within 10 minutes on 2 cores, and a phase's 95 % CI half-width is about 0.01–0.03."""
 SUITE_N_PERM = 200_000
 """Monte Carlo sign patterns per comparison: with about 1,500 comparisons in the family, the
 smallest Holm-corrected p (m / (B + 1)) stays near 0.0075, well below alpha = 0.05."""

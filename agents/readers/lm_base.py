@@ -30,6 +30,20 @@ from tepa_envs.core import Record
 from tepa_envs.agents.readers.lm_cache import CachedDecision, DecisionCache, decision_key, open_cache
 from tepa_envs.agents.readers.prompt import TEMPLATE_VERSION, Prompt, render_prompt, shows_validity
 
+VALIDITY_MODES: tuple[str, ...] = ("auto", "hidden")
+"""How a reader renders record scores: ``"auto"`` shows TEPA's validity (the template's
+reading, :func:`~tepa_envs.agents.readers.prompt.shows_validity`); ``"hidden"`` never
+shows one, so every memory's records read as the same kind of line."""
+
+
+def check_validity_mode(validity: object) -> str:
+    """``validity`` if it is one of :data:`VALIDITY_MODES` (``TypeError``/``ValueError`` naming the field)."""
+    if not isinstance(validity, str):
+        raise TypeError(f"validity must be a str, one of {', '.join(VALIDITY_MODES)}; got {type(validity).__name__}")
+    if validity not in VALIDITY_MODES:
+        raise ValueError(f"validity must be one of {', '.join(VALIDITY_MODES)}, got {validity!r}")
+    return validity
+
 
 class LMReaderError(RuntimeError):
     """A language-model reader could not decide (never answered by a random action)."""
@@ -87,11 +101,14 @@ class LMReader:
         cache: the decision cache: ``None``/``True`` the default file
             (:func:`~tepa_envs.agents.readers.lm_cache.default_cache_path`), a path,
             a :class:`~tepa_envs.agents.readers.lm_cache.DecisionCache`, or ``False`` for none.
+        validity: ``"auto"`` (default: TEPA's records show their validity) or
+            ``"hidden"`` (no record shows one; see :data:`VALIDITY_MODES`).
     """
 
     model_id: str = ""
 
-    def __init__(self, *, cache: DecisionCache | str | bool | None = None) -> None:
+    def __init__(self, *, cache: DecisionCache | str | bool | None = None, validity: str = "auto") -> None:
+        self.validity_mode = check_validity_mode(validity)
         self.cache = open_cache(cache)
         self.validity = False
         self.context = ""
@@ -99,8 +116,9 @@ class LMReader:
 
     # ---------------------------------------------------------------- MemoryAgent hooks
     def bind_memory(self, memory: object) -> None:
-        """Show validities when ``memory``'s record score is one (TEPA and its variants)."""
-        self.validity = shows_validity(memory)
+        """Show validities when ``memory``'s record score is one (TEPA and its variants),
+        unless the reader's ``validity`` is ``"hidden"``."""
+        self.validity = self.validity_mode == "auto" and shows_validity(memory)
 
     def begin_task(self, info: Mapping[str, Any]) -> None:
         """Remember the task's text for the prompt of the coming decision(s)."""
@@ -162,5 +180,5 @@ class LMReader:
             stats.follow += choice == top
 
 
-__all__ = ["BudgetExhausted", "EndpointError", "InvalidAnswer", "LMReader", "LMReaderError", "ReaderStats",
+__all__ = ["VALIDITY_MODES", "BudgetExhausted", "check_validity_mode", "EndpointError", "InvalidAnswer", "LMReader", "LMReaderError", "ReaderStats",
            "TEMPLATE_VERSION"]

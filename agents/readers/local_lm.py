@@ -323,10 +323,11 @@ class LocalLMReader(LMReader):
         seed: seed of the reader's sampling stream (combined with the episode seed).
         threads: PyTorch threads of the process (set when the model is loaded).
         cache: the decision cache (see :class:`~tepa_envs.agents.readers.lm_base.LMReader`).
+        validity: ``"auto"`` or ``"hidden"`` (see :class:`~tepa_envs.agents.readers.lm_base.LMReader`).
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, temperature: float = 0.0, seed: int = 0, threads: int = 1,
-                 cache: DecisionCache | str | bool | None = None) -> None:
+                 cache: DecisionCache | str | bool | None = None, validity: str = "auto") -> None:
         self.name, self.path = locate_model(model)
         check_runtime()
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
@@ -336,7 +337,7 @@ class LocalLMReader(LMReader):
         self.temperature = float(temperature)
         self.seed = check_int("seed", seed)
         self.threads = check_int("threads", threads, low=1, high=max(1, os.cpu_count() or 1))
-        super().__init__(cache=cache)
+        super().__init__(cache=cache, validity=validity)
         self._runtime: Runtime | None = None
         self.rng = np.random.default_rng(self.seed)
 
@@ -375,7 +376,8 @@ class LocalLMReader(LMReader):
         return prompt.options[min(index, len(prompt.options) - 1)]
 
     def __repr__(self) -> str:
-        return f"LocalLMReader(model={self.model!r}, temperature={self.temperature}, seed={self.seed})"
+        return (f"LocalLMReader(model={self.model!r}, temperature={self.temperature}, seed={self.seed}, "
+                f"validity={self.validity_mode!r})")
 
 
 __all__ = ["DEFAULT_MODEL", "PACKAGED_MODELS", "LocalLMReader", "ModelNotInstalled", "PackagedModel", "Runtime",

@@ -202,13 +202,14 @@ class OpenAIReader(LMReader):
         seed: sent with every request (endpoints that honour it answer reproducibly).
         budget_file: a file holding the budget, shared by every process using it.
         cache: the decision cache (see :class:`~tepa_envs.agents.readers.lm_base.LMReader`).
+        validity: ``"auto"`` or ``"hidden"`` (see :class:`~tepa_envs.agents.readers.lm_base.LMReader`).
     """
 
     def __init__(self, model: str, base_url: str | None = None, *, api_key_env: str = "OPENAI_API_KEY",
                  timeout: float = 30.0, max_retries: int = 3, backoff: float = 1.0,
                  max_calls: int | None = 1000, max_tokens: int | None = None, answer_tokens: int = 16,
                  constrain: str = "json_schema", seed: int = 0, budget_file: str | None = None,
-                 cache: DecisionCache | str | bool | None = None) -> None:
+                 cache: DecisionCache | str | bool | None = None, validity: str = "auto") -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a non-empty str, got {model!r}")
         base_url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL", DEFAULT_BASE_URL)
@@ -230,7 +231,7 @@ class OpenAIReader(LMReader):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         self.seed = seed
         self.budget_file = None if budget_file is None else str(budget_file)
-        super().__init__(cache=cache)
+        super().__init__(cache=cache, validity=validity)
         self.model_id = (f"openai-compatible:{self.model}@{self.base_url}|constrain={self.constrain}"
                          f"|seed={self.seed}|answer_tokens={self.answer_tokens}")
         self.budget = shared_budget((self.base_url, self.model, self.max_calls, self.max_tokens, self.budget_file),

@@ -24,7 +24,8 @@ from tepa_envs.agents.memories.registry import METHOD_NAMES
 
 
 def test_the_suite_covers_the_paper_and_every_registered_scenario():
-    assert SUITE_SCENARIOS == ("TEPA/RegimeDrift-v0", *tepa_envs.SCENARIOS)
+    assert SUITE_SCENARIOS == ("TEPA/RegimeDrift-v0", *tepa_envs.SCENARIOS, "TEPA/PreferenceStream-v0")
+    assert scenario("TEPA/PreferenceStream-v0").reversal_phases == ("full_reversal",)
     assert scenario("TEPA/RegimeDrift-Recurring-v0").reversal_phases == ("regime_b", "back_to_a", "back_to_b")
     assert scenario("TEPA/RegimeDrift-v0").reversal_phases == ("full_reversal",)
     assert scenario("TEPA/RegimeDrift-Poisson-v0").phases == ("stable", "random_1", "random_2", "random_3")

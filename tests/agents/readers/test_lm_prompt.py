@@ -104,3 +104,36 @@ def test_an_agent_binds_the_memory_and_the_task_text_to_a_language_model_reader(
     agent.reset(env, 0)
     assert agent.act(info) == 0
     assert prompts[-1].user.startswith(f"Task: {info['context']}")
+
+
+def test_hidden_validity_renders_tepa_records_like_every_other_memory_s():
+    from tepa_envs.agents.readers.lm_base import LMReader
+    from tepa_envs.agents.readers.lm_cache import CachedDecision
+
+    class FirstOption(LMReader):
+        model_id = "first-option"
+
+        def _decide(self, prompt):
+            return CachedDecision(prompt.options[0], {})
+
+    record = Record("k", "tool_2", 5, 0, ACTIVE, 80, 99, 6 / 7)
+    shown, hidden = FirstOption(cache=False), FirstOption(cache=False, validity="hidden")
+    for reader in (shown, hidden):
+        MemoryAgent("tepa", reader)
+        reader.begin_task({"context": REGIME_TASK})
+    assert shown.validity and not hidden.validity
+    assert "validity 0.86" in shown.prompt_for([record], TOOLS).user
+    hidden_prompt = hidden.prompt_for([record], TOOLS)
+    assert "validity" not in hidden_prompt.text()
+    plain = FirstOption(cache=False)
+    MemoryAgent("append-only", plain)
+    plain.begin_task({"context": REGIME_TASK})
+    assert hidden_prompt.text() == plain.prompt_for([record], TOOLS).text()
+
+
+@pytest.mark.parametrize("bad, error", [(None, TypeError), (0, TypeError), ("never", ValueError), ("", ValueError)])
+def test_a_bad_validity_mode_is_refused_naming_the_field(bad, error):
+    from tepa_envs.agents.readers.lm_base import LMReader
+
+    with pytest.raises(error, match="validity"):
+        LMReader(cache=False, validity=bad)
