@@ -196,43 +196,48 @@ def _follow(rows: list[dict[str, Any]]) -> str:
     return f"{sum(r['follow'] for r in rows) / shown:.2f} ({shown})" if shown else "— (0)"
 
 
+def _env_table(env: str, env_rows: list[dict[str, Any]], variants: list[str], seeds: list[int]) -> list[str]:
+    methods = [m for m in METHODS if any(r["method"] == m for r in env_rows)]
+    pick = {(m, v): [r for r in env_rows if r["method"] == m and r["reader"] == v and r["seed"] in seeds]
+            for m in methods for v in ("simulated", *variants)}
+    decisions = sum(r["decisions"] for v in variants for m in methods for r in pick[m, v])
+    calls = sum(r["model_calls"] for v in variants for m in methods for r in pick[m, v])
+    lines = [f"`{env}`, seeds {', '.join(map(str, seeds))} ({len(seeds)} seed(s); {decisions:,} decisions: "
+             f"{calls:,} new model calls, the rest read from the shared decision cache, where the same model "
+             "had answered the identical prompt before). Success is the mean over seeds; follow rate: the share "
+             "of decisions where the model chose the value the memory's top record names (in brackets, how many "
+             "decisions showed one):\n"]
+    header = ["method", "simulated reader"]
+    for v in variants:
+        header += [READER_LABELS[v], "follow rate"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    for m in methods:
+        cells = [m, f"{np.mean([r['success'] for r in pick[m, 'simulated']]):.3f}"]
+        for v in variants:
+            cells += [f"{np.mean([r['success'] for r in pick[m, v]]):.3f}", _follow(pick[m, v])]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
 def table(rows: list[dict[str, Any]], speed_result: dict[str, Any] | None) -> str:
-    """Per environment: success of every method with the simulated reader and each local-model
-    variant, and the model's follow rate, over the seeds every (method, reader) finished."""
+    """Per environment: success of every method with the simulated reader and the local-model
+    variants, and the model's follow rate. A variant's seeds are those on which every method
+    finished with it and with the simulated reader; variants with the same seeds share a table."""
     lines = []
     for env in ENVS:
         env_rows = [r for r in rows if r["env"] == env]
-        variants = [v for v in READERS if any(r["reader"] == v for r in env_rows)]
-        if not variants:
-            continue
         have = {(r["method"], r["reader"], r["seed"]) for r in env_rows}
         methods = [m for m in METHODS if any(r["method"] == m for r in env_rows)]
-        seeds = sorted(s for s in {r["seed"] for r in env_rows}
-                       if all((m, v, s) in have for m in methods for v in ("simulated", *variants)))
-        if not seeds:
-            continue
-        left_out = sum(1 for r in env_rows if r["seed"] not in seeds and r["reader"] != "simulated")
-        pick = {(m, v): [r for r in env_rows if r["method"] == m and r["reader"] == v and r["seed"] in seeds]
-                for m in methods for v in ("simulated", *variants)}
-        decisions = sum(r["decisions"] for v in variants for m in methods for r in pick[m, v])
-        calls = sum(r["model_calls"] for v in variants for m in methods for r in pick[m, v])
-        lines.append(f"`{env}`, seeds {', '.join(map(str, seeds))} ({len(seeds)} seed(s); greedy unless sampled; "
-                     f"{decisions:,} decisions, {calls:,} of them asked the model, the rest answered by the shared "
-                     "decision cache" + (f"; {left_out} episodes of unfinished seeds left out" if left_out else "")
-                     + "). Success is the mean over seeds; follow rate: the share of decisions where the model "
-                     "chose the value the memory's top record names (in brackets, how many decisions showed "
-                     "one):\n")
-        header = ["method", "simulated reader"]
-        for v in variants:
-            header += [READER_LABELS[v], "follow rate"]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "---|" * len(header))
-        for m in methods:
-            cells = [m, f"{np.mean([r['success'] for r in pick[m, 'simulated']]):.3f}"]
-            for v in variants:
-                cells += [f"{np.mean([r['success'] for r in pick[m, v]]):.3f}", _follow(pick[m, v])]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for v in READERS:
+            seeds = tuple(sorted(s for s in {r["seed"] for r in env_rows}
+                                 if all((m, v, s) in have and (m, "simulated", s) in have for m in methods)))
+            if seeds:
+                groups.setdefault(seeds, []).append(v)
+        for seeds, variants in groups.items():
+            lines += _env_table(env, env_rows, variants, list(seeds))
     if speed_result:
         s = speed_result
         lines.append(f"Speed ({s['decisions']} controlled-drift decisions, one thread, load average "

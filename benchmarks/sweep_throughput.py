@@ -4,6 +4,7 @@ keeping episodes in memory, and Ray's overhead against the local process pool.
     python benchmarks/sweep_throughput.py scale [--episodes 100000] [--workers 2]
     python benchmarks/sweep_throughput.py store [--episodes 2000] [--pairs 7]
     python benchmarks/sweep_throughput.py ray [--episodes 10000] [--pairs 2]
+    python benchmarks/sweep_throughput.py metrics [--episodes 950] [--pairs 7]
 
 Every sweep is every shipped method on ``TEPA/RegimeDrift-v0`` with ``n_keys`` in
 1, 2, 4, 8 (56 cells), seeds 0..N-1 with N = ceil(episodes / 56).
@@ -16,6 +17,13 @@ Every sweep is every shipped method on ``TEPA/RegimeDrift-v0`` with ``n_keys`` i
 * ``ray``: the same sweep on a local Ray with ``--workers`` CPUs, batched tasks,
   against the local pool with as many processes, in alternating pairs; ratios of
   episodes/s with Ray's start-up excluded and included.
+* ``metrics``: the cost of recording the drift metrics that every episode of a
+  sweep, ``tepa-bench run`` and ``evaluate()`` now records: the same episodes (every
+  shipped method on ``TEPA/RegimeDrift-v0`` with its default kwargs, seeds
+  0..ceil(episodes / methods) - 1) run in this process by ``harness.run_job`` (no
+  trace) and by ``harness.run_job_with_metrics`` (trace and ``episode_metrics``),
+  in alternating pairs; the ratio is traced seconds over untraced, pair by pair
+  (median reported), in wall-clock and in CPU seconds of the process.
 
 Ratios are taken within one run, so a machine shared with other work moves both
 sides of each pair alike.
@@ -33,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tepa_envs.agents.evaluation.backends import LocalBackend, RayBackend, ray_available
+from tepa_envs.agents.evaluation.harness import run_job, run_job_with_metrics
 from tepa_envs.agents.evaluation.spec import SweepSpec, parse_spec
 from tepa_envs.agents.evaluation.store import Episode, Store
 from tepa_envs.agents.evaluation.sweep import SweepOutcome, execute, write_report
@@ -167,17 +176,50 @@ def ray_overhead(args: argparse.Namespace) -> None:
           f"{statistics.median(whole):.3f} included (medians of {len(steady)})")
 
 
+def metrics_overhead(args: argparse.Namespace) -> None:
+    seeds = math.ceil(args.episodes / len(METHOD_NAMES))
+    jobs = [("TEPA/RegimeDrift-v0", {}, method, seed, {}) for method in METHOD_NAMES for seed in range(seeds)]
+    print(f"{len(jobs):,} episodes ({len(METHOD_NAMES)} methods x {seeds} seeds on TEPA/RegimeDrift-v0), "
+          f"{args.pairs} pairs (run_job, run_job_with_metrics) in one process")
+    for job in jobs[::seeds]:  # warm both paths (imports, caches) before timing
+        run_job(job)
+        run_job_with_metrics(job)
+
+    def timed(function: Any) -> tuple[float, float]:
+        """Wall-clock and CPU seconds of this process (the CPU time is not stretched by other work
+        on a shared machine)."""
+        started, cpu = time.perf_counter(), time.process_time()
+        for job in jobs:
+            function(job)
+        return time.perf_counter() - started, time.process_time() - cpu
+
+    ratios, cpu_ratios = [], []
+    for pair in range(args.pairs):
+        if pair % 2 == 0:  # A B, then B A
+            plain, traced = timed(run_job), timed(run_job_with_metrics)
+        else:
+            traced, plain = timed(run_job_with_metrics), timed(run_job)
+        ratios.append(traced[0] / plain[0])
+        cpu_ratios.append(traced[1] / plain[1])
+        print(f"pair {pair}: run_job {len(jobs) / plain[0]:.1f} episodes/s, with metrics "
+              f"{len(jobs) / traced[0]:.1f} episodes/s; ratio {ratios[-1]:.3f} wall-clock, {cpu_ratios[-1]:.3f} CPU")
+    for name, values in (("wall-clock", ratios), ("CPU", cpu_ratios)):
+        print(f"drift metrics overhead: run_job_with_metrics / run_job {name} seconds = "
+              f"{statistics.median(values):.3f} (median of {len(values)}; min {min(values):.3f}, "
+              f"max {max(values):.3f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("scale", "store", "ray"))
+    parser.add_argument("what", choices=("scale", "store", "ray", "metrics"))
     parser.add_argument("--episodes", type=int)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pairs", type=int)
     args = parser.parse_args()
-    default = {"scale": 100_000, "store": 2_000, "ray": 10_000}[args.what]
+    default = {"scale": 100_000, "store": 2_000, "ray": 10_000, "metrics": 950}[args.what]
     args.episodes = args.episodes or default
-    args.pairs = args.pairs or {"scale": 1, "store": 7, "ray": 2}[args.what]
-    {"scale": scale, "store": store_overhead, "ray": ray_overhead}[args.what](args)
+    args.pairs = args.pairs or {"scale": 1, "store": 7, "ray": 2, "metrics": 7}[args.what]
+    {"scale": scale, "store": store_overhead, "ray": ray_overhead, "metrics": metrics_overhead}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.agents.evaluation.facts import format_facts_table
 from tepa_envs.agents.evaluation.protocol import QUICK, Protocol
 from tepa_envs.agents.evaluation.readme import update_readme
-from tepa_envs.agents.evaluation.report import format_table, write_results
+from tepa_envs.agents.evaluation.report import format_drift_table, format_table, write_results
 from tepa_envs.agents.evaluation.reproduce import reproduce_all, reproduce_setting
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.suite import add_parser as add_suite_parser
@@ -169,6 +169,8 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
     print(f"\n== {label}: {env_id} {env_kwargs or ''} {reader_kwargs or ''} "
           f"({args.seeds} seeds, {evaluation.elapsed_s:.1f}s) ==")
     print(format_table(results, setting))
+    print()
+    print(format_drift_table(results))
     for method, kwargs in front_end_differences(env_id, methods).items():
         print(f"front-end difference: {method} built with {kwargs} on {env_id}")
     if out is not None:
@@ -177,7 +179,8 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
         written = write_results(results, out, setting)
         write_manifest(out, written, seeds=results.seeds, methods=results.methods, env_id=env_id,
                        env_kwargs=env_kwargs, reader_kwargs=reader_kwargs, alpha=args.alpha)
-        _log(args, f"wrote {out / 'results.json'}, results.csv, success.png, manifest.json")
+        _log(args, f"wrote {out / 'results.json'}, {', '.join(w for w in written if w != 'results.json')}, "
+                   "manifest.json")
     return results
 
 
@@ -254,7 +257,7 @@ def _check_store(path: str, create: bool = True) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``tepa-bench sweep SPEC.toml --store DB``: run the spec's episodes the store lacks."""
     from tepa_envs.agents.evaluation.backends import make_backend
-    from tepa_envs.agents.evaluation.report import format_table
+    from tepa_envs.agents.evaluation.report import format_drift_table, format_table
     from tepa_envs.agents.evaluation.spec import load_spec
     from tepa_envs.agents.evaluation.store import Store
     from tepa_envs.agents.evaluation.sweep import (
@@ -302,12 +305,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"\n== {group.env_id} {group.env_kwargs or ''} {group.reader_kwargs or ''} "
                   f"({len(group.seeds)} seeds) -> {out / group.directory} ==")
             print(format_table(summary))
+            print()
+            print(format_drift_table(summary))
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``tepa-bench report DB --out DIR``: results.json/csv/png per group, from the store."""
-    from tepa_envs.agents.evaluation.report import format_table
+    """``tepa-bench report DB --out DIR``: results.json/csv/png (and drift_metrics.csv) per group, from the store."""
+    from tepa_envs.agents.evaluation.report import format_drift_table, format_table
     from tepa_envs.agents.evaluation.store import Store
     from tepa_envs.agents.evaluation.sweep import write_report
 
@@ -325,6 +330,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"\n== {group.env_id} {group.env_kwargs or ''} {group.reader_kwargs or ''} "
                   f"({len(group.seeds)} seeds) -> {out / group.directory} ==")
             print(format_table(summary))
+            print()
+            print(format_drift_table(summary))
     finally:
         store.close()
     return 0
@@ -372,7 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
                              f"at most {MAX_SEEDS:,})"))
         p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                        help="worker processes; results do not depend on it")
-        p.add_argument("--out", help="directory for results.json, results.csv, success.png and manifest.json "
+        p.add_argument("--out", help="directory for results.json, results.csv, drift_metrics.csv, success.png and "
+                                    "manifest.json "
                                     "(written last: sha256 of every file; created if missing, checked before "
                                     "any work)")
         p.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")

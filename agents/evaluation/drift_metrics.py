@@ -97,6 +97,8 @@ def _check_trace(trace: EpisodeTrace) -> int:
         values = getattr(trace, name)
         if len(values) != n:
             raise ValueError(f"trace.{name} must have one entry per task ({n}), got {len(values)}")
+        if all(type(v) is str for v in values):  # the common case, checked fast
+            continue
         for i, v in enumerate(values):
             if not isinstance(v, str):
                 raise TypeError(f"trace.{name}[{i}] must be a str, got {type(v).__name__}")
@@ -232,59 +234,92 @@ def pool_metrics(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------ recording
 class _TraceEnv(gym.Wrapper):
-    """Passes every call through unchanged; notes each scored task's key, correct value and choice."""
+    """Passes every call through unchanged; notes each scored task's key, correct value and choice.
+
+    Kept cheap (it runs on every step of every episode ``tepa-bench run`` evaluates): a
+    scored step notes one tuple, which :meth:`flush` appends to the trace after the
+    episode; a key's choices and their actions are looked up once per episode, before
+    the key's first step (the agent still asks the environment for its choices itself)."""
 
     def __init__(self, env: gym.Env, trace: EpisodeTrace) -> None:
         super().__init__(env)
         self.trace = trace
         self.info: Mapping[str, Any] = {}
+        self.key = ""
+        """The presented task's key (``info["key"]``)."""
         self.pending_shown = ""
         self.retrieved = False
         self._choices: dict[str, tuple[str, ...]] = {}
         self._values: dict[str, dict[Any, str]] = {}
+        self._scored: list[tuple[str, Any, str, str]] = []
 
     def reset(self, **kwargs: Any) -> Any:
         obs, info = self.env.reset(**kwargs)
-        self.info, self.pending_shown, self.retrieved = info, "", False
+        self.flush()
+        self.info, self.key, self.pending_shown, self.retrieved = info, info.get("key", ""), "", False
         self._choices, self._values = {}, {}  # a key's choices may differ between episodes
         return obs, info
 
-    def choices(self, key: str) -> tuple[str, ...]:
-        if key not in self._choices:
-            self._choices[key] = tuple(self.env.get_wrapper_attr("choices")(key))
-        return self._choices[key]
+    def key_choices(self, key: str) -> tuple[str, ...]:
+        """The environment's choices for ``key``, asked once per episode."""
+        choices = self._choices.get(key)
+        if choices is None:
+            choices = self._choices[key] = tuple(self.env.get_wrapper_attr("choices")(key))
+        return choices
 
     def step(self, action: Any) -> Any:
-        key = self.info.get("key", "")
-        correct = str(self.info.get("oracle", {}).get("correct", ""))
-        chosen = self._value_of(key, action)
+        key = self.key
+        values = self._values.get(key)
+        if values is None:
+            values = self._values[key] = self._actions_of(key)
         shown = self.pending_shown
+        correct = self.info.get("oracle", {}).get("correct", "")
         out = self.env.step(action)
-        info = out[-1]
-        if "success" in info:
-            self.trace.keys.append(key)
-            self.trace.correct.append(correct)
-            self.trace.shown.append(shown)
-            self.trace.chosen.append(chosen)
-        self.info, self.pending_shown, self.retrieved = info, "", False
+        after = out[-1]
+        if "success" in after:
+            self._scored.append((key, correct, shown, _value_of(values, action)))
+        self.info, self.key, self.pending_shown, self.retrieved = after, after.get("key", ""), "", False
         return out
 
-    def _value_of(self, key: str, action: Any) -> str:
-        if key not in self._values:
-            to_action = self.env.get_wrapper_attr("to_action")
-            self._values[key] = {_hashable(to_action(value)): value for value in self.choices(key)}
-        found = self._values[key].get(_hashable(action))
-        if found is not None:
-            return found
-        return action if isinstance(action, str) else ""
+    def flush(self) -> None:
+        """Append the scored tasks noted since the last flush to the trace."""
+        if not self._scored:
+            return
+        keys, correct, shown, chosen = zip(*self._scored)
+        self.trace.keys.extend(keys)
+        self.trace.correct.extend(c if type(c) is str else str(c) for c in correct)
+        self.trace.shown.extend(shown)
+        self.trace.chosen.extend(chosen)
+        self._scored = []
+
+    def _actions_of(self, key: str) -> dict[Any, str]:
+        to_action = self.env.get_wrapper_attr("to_action")
+        return {_hashable(to_action(value)): value for value in self.key_choices(key)}
 
     def note_retrieval(self, key: str, records: Sequence[Any]) -> None:
         """The first retrieval for the presented task's key: what it shows."""
-        if self.retrieved or key != self.info.get("key"):
+        if self.retrieved or key != self.key:
             return
         self.retrieved = True
-        choices = self.choices(key)
-        self.pending_shown = next((r.value for r in records if not choices or r.value in choices), "")
+        choices = self._choices.get(key)
+        if choices is None:
+            choices = self.key_choices(key)
+        for r in records:
+            if not choices or r.value in choices:
+                self.pending_shown = r.value
+                return
+
+
+def _value_of(values: Mapping[Any, str], action: Any) -> str:
+    """The value whose action is ``action`` (``values``: action -> value of the key's
+    choices), else the action itself when it is a string (free text), else ``""``."""
+    if type(action) is int or type(action) is str:  # the common actions, their own dict keys
+        found = values.get(action)
+    else:
+        found = values.get(_hashable(action))
+    if found is not None:
+        return found
+    return action if isinstance(action, str) else ""
 
 
 def _hashable(action: Any) -> Any:
@@ -313,7 +348,8 @@ def trace_episode(env: gym.Env, agent: Any, seed: int, *,
 
     def retrieve(key: str, context: str = "") -> list[Any]:
         records = original(key, context)
-        traced.note_retrieval(key, records)
+        if not traced.retrieved and key == traced.key:  # what traced.note_retrieval checks first, inlined
+            traced.note_retrieval(key, records)
         return records
 
     try:
@@ -325,6 +361,7 @@ def trace_episode(env: gym.Env, agent: Any, seed: int, *,
         result = run_episode(traced, agent, seed, decide_phases=decide_phases)
     finally:
         del memory.retrieve
+    traced.flush()
     log = getattr(memory, "audit_log", None)
     if isinstance(log, (tuple, list)):
         trace.revocations = [(int(e.t), e.key, e.value) for e in log if str(getattr(e.to_state, "value", e.to_state))
@@ -354,6 +391,23 @@ def _num(x: float | None, digits: int = 1) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+METRICS_HEADER: tuple[str, ...] = ("method", "changes", "delay", "undetected", "false rev./1k", "stale/1k", "regret",
+                                   "recovery", "unrecovered / unjudged")
+"""The columns of a metrics table (:func:`metrics_cells` gives a row's cells after the method)."""
+
+
+def metrics_cells(metrics: Mapping[str, Any]) -> list[str]:
+    """One method's :func:`pool_metrics` as the cells of a metrics table row, after the
+    method's name (:data:`METRICS_HEADER`): changes, delay mean [median], undetected,
+    false revocations and stale retrievals per 1k, regret mean (95 % CI), recovery
+    mean [median], unrecovered / unjudged."""
+    d, r, g = metrics["detection_delay"], metrics["recovery"], metrics["regret"]
+    return [str(metrics["changes"]), f"{_num(d['mean'])} [{_num(d['median'], 0)}]", str(d["undetected"]),
+            _num(metrics["false_revocations_per_1k"]), _num(metrics["stale_retrievals_per_1k"]),
+            f"{_num(g['mean'])} ({_num(g['ci_low'])}–{_num(g['ci_high'])})",
+            f"{_num(r['mean'])} [{_num(r['median'], 0)}]", f"{r['unrecovered']} / {r['unjudged']}"]
+
+
 def metrics_markdown(data: Mapping[str, Any]) -> str:
     """The README's ``suite-metrics`` block: one table per scenario (rows: methods)."""
     out = ["Per scenario, pooled over the suite's seeds (definitions: "
@@ -366,8 +420,7 @@ def metrics_markdown(data: Mapping[str, Any]) -> str:
            f"the method chooses right in {RECOVERY_LEVEL:.0%} of the key's next {RECOVERY_WINDOW} "
            "presentations, with the changes never recovered (changes whose key is presented fewer than "
            f"{RECOVERY_WINDOW} times before its next change are not judged).\n"]
-    header = ["method", "changes", "delay", "undetected", "false rev./1k", "stale/1k", "regret", "recovery",
-              "unrecovered / unjudged"]
+    header = list(METRICS_HEADER)
     for s in data["scenarios"]:
         metrics = s.get("metrics")
         if not metrics:
@@ -375,16 +428,11 @@ def metrics_markdown(data: Mapping[str, Any]) -> str:
         lines = [f"\n**{s['short']}** (`{s['env_id']}`)\n\n", "| " + " | ".join(header) + " |\n",
                  "|" + "---|" * len(header) + "\n"]
         for m in data["methods"]:
-            x = metrics[m]
-            d, r, g = x["detection_delay"], x["recovery"], x["regret"]
-            row = [m, str(x["changes"]), f"{_num(d['mean'])} [{_num(d['median'], 0)}]", str(d["undetected"]),
-                   _num(x["false_revocations_per_1k"]), _num(x["stale_retrievals_per_1k"]),
-                   f"{_num(g['mean'])} ({_num(g['ci_low'])}–{_num(g['ci_high'])})",
-                   f"{_num(r['mean'])} [{_num(r['median'], 0)}]", f"{r['unrecovered']} / {r['unjudged']}"]
+            row = [m, *metrics_cells(metrics[m])]
             lines.append("| " + " | ".join(row) + " |\n")
         out += lines
     return "".join(out)
 
 
-__all__ = ["Change", "EpisodeTrace", "PER", "RECOVERY_LEVEL", "RECOVERY_WINDOW", "changes_of", "episode_metrics",
-           "metrics_markdown", "pool_metrics", "run_traced_job", "trace_episode"]
+__all__ = ["Change", "EpisodeTrace", "METRICS_HEADER", "PER", "RECOVERY_LEVEL", "RECOVERY_WINDOW", "changes_of",
+           "episode_metrics", "metrics_cells", "metrics_markdown", "pool_metrics", "run_traced_job", "trace_episode"]

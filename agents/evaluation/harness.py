@@ -20,6 +20,7 @@ import tepa_envs  # noqa: F401  (registers the environments)
 from tepa_envs.agents.readers.agent import MemoryAgent, run_episode
 from tepa_envs.agents.readers.factory import make_reader
 from tepa_envs.agents.readers.task_access import task_access
+from tepa_envs.agents.evaluation.drift_metrics import EpisodeTrace, episode_metrics, pool_metrics, trace_episode
 from tepa_envs.agents.evaluation.results import Comparison, MethodSummary, PhaseEstimate, Summary
 from tepa_envs.agents.evaluation.settings import settings_for
 from tepa_envs.agents.memories.protocol import Memory
@@ -33,11 +34,23 @@ from tepa_envs.agents.evaluation.pool import JobError, Progress, run_jobs
 
 @dataclass
 class MethodRuns:
-    """Per-seed, per-task success of one method."""
+    """Per-seed, per-task success of one method, with its per-seed trials and drift metrics."""
 
     name: str
     success: np.ndarray  # (n_seeds, n_tasks) bool
     trials: list[dict[str, int]] = field(default_factory=list)
+    metrics: list[dict[str, Any] | None] = field(default_factory=list)
+    """Per seed (the rows of ``success``), the episode's drift metrics
+    (:func:`~tepa_envs.agents.evaluation.drift_metrics.episode_metrics`), ``None`` for an
+    episode without them (an environment they do not apply to, see :func:`run_job_with_metrics`,
+    or a store row written before they were recorded); empty when none were recorded."""
+
+    def pooled_metrics(self) -> dict[str, Any] | None:
+        """:func:`~tepa_envs.agents.evaluation.drift_metrics.pool_metrics` over the seeds,
+        ``None`` unless every seed's episode has its metrics."""
+        if not self.metrics or len(self.metrics) != len(self.success) or any(m is None for m in self.metrics):
+            return None
+        return pool_metrics(self.metrics)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -117,6 +130,55 @@ def run_job(job: tuple[str, dict[str, Any], str | MethodSpec, int, dict[str, Any
     return result.success, result.phase, result.trials
 
 
+def metrics_apply(trace: EpisodeTrace) -> bool:
+    """Whether the drift metrics describe an episode: every scored task presents a key
+    (``info["key"]``) and the environment tells its correct value (``info["oracle"]["correct"]``).
+    Not so for ``TEPA/FactConsolidation-v0``, whose questions are unkeyed (``key == ""``)."""
+    return bool(trace.keys) and all(trace.keys) and all(trace.correct)
+
+
+def _retrievals_recordable(memory: Any) -> bool:
+    """Whether :func:`~tepa_envs.agents.evaluation.drift_metrics.trace_episode` can record
+    ``memory``'s retrievals (it sets ``retrieve`` as an instance attribute for the episode)."""
+    try:
+        memory.retrieve = memory.retrieve
+    except Exception:  # __slots__, a frozen dataclass, a refusing __setattr__
+        return False
+    try:
+        del memory.retrieve
+    except Exception:
+        pass
+    return True
+
+
+def run_job_with_metrics(job: tuple[str, dict[str, Any], str | MethodSpec, int, dict[str, Any]]
+                         ) -> tuple[np.ndarray, np.ndarray, dict[str, int], dict[str, Any] | None]:
+    """:func:`run_job` with the episode's drift metrics as a fourth element: the episode
+    runs under :func:`~tepa_envs.agents.evaluation.drift_metrics.trace_episode`, which
+    never changes a decision (success, phases and trials are :func:`run_job`'s), and the
+    metrics are :func:`~tepa_envs.agents.evaluation.drift_metrics.episode_metrics` of its
+    trace (what :func:`~tepa_envs.agents.evaluation.drift_metrics.run_traced_job` returns).
+    They are ``None`` where they do not apply (:func:`metrics_apply`: unkeyed tasks, no
+    oracle correct value, e.g. ``TEPA/FactConsolidation-v0``) or cannot be recorded (a
+    memory that takes no instance attributes); the episode is run all the same."""
+    env_id, env_kwargs, method, seed, reader_kwargs = job
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        agent = make_agent(env_id, method, reader_kwargs)
+        decide_phases = settings_for(env_id).decide_phases
+        if not _retrievals_recordable(agent.memory):
+            return (*run_job_result(run_episode(env, agent, seed, decide_phases=decide_phases)), None)
+        result, trace = trace_episode(env, agent, seed, decide_phases=decide_phases)
+    finally:
+        env.close()
+    return (*run_job_result(result), episode_metrics(trace) if metrics_apply(trace) else None)
+
+
+def run_job_result(result: Any) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """What :func:`run_job` returns of an episode's result."""
+    return result.success, result.phase, result.trials
+
+
 def check_method(method: object) -> None:
     """``TypeError`` unless ``method`` is a name, an import path or a :class:`MethodSpec`."""
     if isinstance(method, (str, MethodSpec)):
@@ -160,8 +222,11 @@ def describe_job(job: tuple[str, dict[str, Any], str | MethodSpec, int, dict[str
 
 def evaluate(env_id: str, methods: Sequence[str | MethodSpec], seeds: Sequence[int], *,
              env_kwargs: dict[str, Any] | None = None, workers: int = 1,
-             progress: Progress | None = None, reader_kwargs: dict[str, Any] | None = None) -> Evaluation:
-    """Run every method on every seed of ``env_id``.
+             progress: Progress | None = None, reader_kwargs: dict[str, Any] | None = None,
+             metrics: bool = True) -> Evaluation:
+    """Run every method on every seed of ``env_id``, each episode with its drift metrics
+    (:func:`run_job_with_metrics`; ``metrics=False``: :func:`run_job`, the same success
+    without them and without their cost, about 10-15 % of an episode's time).
 
     ``reader_kwargs`` override the reader of the environment's settings for every
     method alike (e.g. ``{"follow_prob": 0.99}`` for a sensitivity analysis).
@@ -179,13 +244,14 @@ def evaluate(env_id: str, methods: Sequence[str | MethodSpec], seeds: Sequence[i
     validate_methods(env_id, env_kwargs, methods, reader_kwargs)
     jobs = [(env_id, env_kwargs, m, s, reader_kwargs) for m in methods for s in seeds]
     started = time.perf_counter()
-    outputs = run_jobs(jobs, run_job, workers, progress, describe=describe_job)
+    outputs = run_jobs(jobs, run_job_with_metrics if metrics else run_job, workers, progress, describe=describe_job)
     runs: dict[str, MethodRuns] = {}
     phase = outputs[0][1]
     for m_index, method in enumerate(methods):
         block = outputs[m_index * len(seeds):(m_index + 1) * len(seeds)]
         label = method_label(method)
-        runs[label] = MethodRuns(label, np.stack([b[0] for b in block]), [b[2] for b in block])
+        runs[label] = MethodRuns(label, np.stack([b[0] for b in block]), [b[2] for b in block],
+                                 [b[3] for b in block] if metrics else [])
     return Evaluation(env_id, env_kwargs, reader_kwargs, seeds, phase, runs, time.perf_counter() - started)
 
 
@@ -200,7 +266,10 @@ def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-onl
     ``n_perm`` Monte Carlo sign patterns; ``p_at_floor`` when none was as
     extreme), Holm–Bonferroni corrected over the whole family, and
     ``significant = p_holm < alpha``. See ``statistics.py`` for the definitions.
-    ``Summary.to_json()`` is the ``results.json`` layout (docs/results_schema.md).
+    ``Summary.drift_metrics`` holds, per method whose every episode has them, the drift
+    metrics pooled over the seeds (:meth:`MethodRuns.pooled_metrics`; empty when no
+    episode recorded them). ``Summary.to_json()`` is the ``results.json`` layout
+    (docs/results_schema.md).
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
@@ -253,11 +322,20 @@ def summarize(evaluation: Evaluation, *, baselines: Sequence[str] = ("append-onl
         comparisons=tuple(comparisons),
         trials_per_episode=trials,
         per_task_success={m: tuple(r.success.mean(axis=0).tolist()) for m, r in evaluation.runs.items()},
+        drift_metrics=drift_metrics_of(evaluation),
         elapsed_s=evaluation.elapsed_s,
         alpha=float(alpha),
         n_perm=n_perm,
     )
 
 
-__all__ = ["Evaluation", "JobError", "MethodRuns", "MethodSpec", "check_env_id", "evaluate", "make_agent",
-           "method_label", "run_job", "run_jobs", "summarize", "validate_methods"]
+def drift_metrics_of(evaluation: Evaluation) -> dict[str, dict[str, Any]]:
+    """Method -> its drift metrics pooled over the seeds, for the methods whose every
+    episode has them (:meth:`MethodRuns.pooled_metrics`), in method order."""
+    pooled = {method: run.pooled_metrics() for method, run in evaluation.runs.items()}
+    return {method: metrics for method, metrics in pooled.items() if metrics is not None}
+
+
+__all__ = ["Evaluation", "JobError", "MethodRuns", "MethodSpec", "check_env_id", "drift_metrics_of", "evaluate",
+           "make_agent", "method_label", "metrics_apply", "run_job", "run_job_with_metrics", "run_jobs", "summarize",
+           "validate_methods"]

@@ -96,7 +96,8 @@ def merge(first: Evaluation, second: Evaluation) -> Evaluation:
     if first.methods != second.methods or not np.array_equal(first.phase, second.phase):
         raise ValueError("can only merge evaluations of the same methods on the same stream")
     runs = {m: MethodRuns(m, np.concatenate([first.runs[m].success, second.runs[m].success]),
-                          first.runs[m].trials + second.runs[m].trials) for m in first.methods}
+                          first.runs[m].trials + second.runs[m].trials,
+                          first.runs[m].metrics + second.runs[m].metrics) for m in first.methods}
     return Evaluation(first.env_id, first.env_kwargs, first.reader_kwargs, first.seeds + second.seeds,
                       first.phase, runs, first.elapsed_s + second.elapsed_s)
 

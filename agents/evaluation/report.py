@@ -1,4 +1,4 @@
-"""Output of an evaluation: a terminal table, JSON, CSV and a PNG plot (files written atomically)."""
+"""Output of an evaluation: terminal tables, JSON, CSV and a PNG plot (files written atomically)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tepa_envs.agents.evaluation.drift_metrics import METRICS_HEADER, metrics_cells
 from tepa_envs.agents.evaluation.files import write_bytes_atomic, write_text_atomic
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.settings import Setting
@@ -113,13 +114,80 @@ def format_comparisons(results: Summary, setting: Setting | None, focus: str) ->
     return "\n".join(lines)
 
 
+def format_drift_table(results: Summary) -> str:
+    """The drift metrics per method (``results.drift_metrics``), one row each: changes, detection
+    delay mean [median], undetected changes, false revocations and stale retrievals per 1,000
+    tasks, regret per episode mean (95 % CI), recovery mean [median], unrecovered / unjudged
+    changes (the cells of the README's suite-metrics table,
+    :func:`~tepa_envs.agents.evaluation.drift_metrics.metrics_cells`)."""
+    metrics = results.drift_metrics
+    if not metrics:
+        return ("drift metrics: none recorded (they need every task keyed with the environment's correct value, "
+                "which TEPA/FactConsolidation-v0 lacks; a store written before they were recorded has none)")
+    rows = [list(METRICS_HEADER)] + [[m, *metrics_cells(metrics[m])] for m in results.methods if m in metrics]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(METRICS_HEADER))]
+    widths[0] = max(widths[0], 23)
+    lines = [f"drift metrics, pooled over {len(results.seeds)} seeds (definitions: "
+             "tepa_envs/agents/evaluation/drift_metrics.py; delay and recovery in tasks; per 1k: per 1,000 tasks; "
+             "regret: tasks per episode not choosing the correct value)"]
+    for i, row in enumerate(rows):
+        lines.append(f"{row[0]:<{widths[0]}}" + "".join(f"  {cell:>{w}}" for cell, w in zip(row[1:], widths[1:])))
+        if i == 0:
+            lines.append("-" * len(lines[-1]))
+    missing = [m for m in results.methods if m not in metrics]
+    if missing:
+        lines.append(f"no drift metrics for: {', '.join(missing)} (not recorded for all of their episodes)")
+    return "\n".join(lines)
+
+
+DRIFT_CSV_COLUMNS: tuple[str, ...] = (
+    "env_id", "method", "changes", "delay_mean", "delay_median", "detected", "undetected",
+    "false_revocations_per_1k", "false_revocation_source", "stale_retrievals_per_1k", "correct_value_losses_per_1k",
+    "regret_mean", "regret_ci_low", "regret_ci_high", "regret_per_1k", "recovery_mean", "recovery_median",
+    "recovered", "unrecovered", "unjudged")
+"""The columns of ``drift_metrics.csv``: ``results.json``'s ``drift_metrics.<method>`` flattened."""
+
+
+def _csv_number(x: Any) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return f"{x:.6f}"
+    return str(x)
+
+
+def write_drift_csv(results: Summary, path: Path) -> None:
+    """``drift_metrics.csv``: one row per method with drift metrics (only the header when
+    none were recorded), written atomically."""
+    with io.StringIO(newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(DRIFT_CSV_COLUMNS)
+        for method in results.methods:
+            x = results.drift_metrics.get(method)
+            if x is None:
+                continue
+            d, g, r = x["detection_delay"], x["regret"], x["recovery"]
+            values = [x["changes"], d["mean"], d["median"], d["detected"], d["undetected"],
+                      x["false_revocations_per_1k"], x["false_revocation_source"], x["stale_retrievals_per_1k"],
+                      x["correct_value_losses_per_1k"], g["mean"], g["ci_low"], g["ci_high"], g["per_1k"],
+                      r["mean"], r["median"], r["recovered"], r["unrecovered"], r["unjudged"]]
+            writer.writerow([results.env_id, method, *(_csv_number(v) for v in values)])
+        text = handle.getvalue()
+    write_text_atomic(Path(path), text)
+
+
+RESULT_FILES: tuple[str, ...] = ("results.json", "results.csv", "drift_metrics.csv", "success.png")
+"""The files :func:`write_results` writes, in order."""
+
+
 def write_results(results: Summary, out: Path, setting: Setting | None = None) -> list[str]:
-    """``results.json``, ``results.csv`` and ``success.png`` in ``out``, each written
-    atomically; the names written (for the run's manifest)."""
+    """``results.json``, ``results.csv``, ``drift_metrics.csv`` and ``success.png`` in ``out``,
+    each written atomically; the names written (for the run's manifest)."""
     write_json(results, out / "results.json")
     write_csv(results, out / "results.csv", setting)
+    write_drift_csv(results, out / "drift_metrics.csv")
     plot_success(results, out / "success.png")
-    return ["results.json", "results.csv", "success.png"]
+    return list(RESULT_FILES)
 
 
 def write_json(results: Summary, path: Path) -> None:

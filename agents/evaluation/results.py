@@ -11,7 +11,7 @@ changes meaning (adding a field does not bump it).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from tepa_envs.agents.evaluation.statistics import EXACT_MAX_SEEDS
@@ -129,7 +129,10 @@ class Summary:
     :meth:`with_setting`) only for ``tepa-bench reproduce``. ``alpha`` is the
     significance threshold of ``Comparison.significant`` and ``n_perm`` the
     number of Monte Carlo sign patterns of the tests (unused with up to 16 seeds,
-    where the tests are exact).
+    where the tests are exact). ``drift_metrics`` maps a method to its drift metrics
+    pooled over the seeds (:func:`~tepa_envs.agents.evaluation.drift_metrics.pool_metrics`;
+    only methods whose every episode recorded them, so empty for an environment they do
+    not apply to or a store written before they were recorded).
     """
 
     env_id: str
@@ -148,6 +151,7 @@ class Summary:
     paper: dict[str, dict[str, float]] | None = None
     alpha: float = 0.05
     n_perm: int = 50_000
+    drift_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def estimate(self, method: str, phase: str) -> PhaseEstimate:
         """The estimate of ``method`` in ``phase`` (``"overall"`` for all tasks)."""
@@ -174,6 +178,7 @@ class Summary:
             "n_perm": self.n_perm,
             "trials_per_episode": {method: dict(kinds) for method, kinds in self.trials_per_episode.items()},
             "per_task_success": {method: list(values) for method, values in self.per_task_success.items()},
+            "drift_metrics": copy.deepcopy(self.drift_metrics),
             "elapsed_s": self.elapsed_s,
         }
         if self.setting is not None:
@@ -215,6 +220,7 @@ class Summary:
                                                   for m, phases in paper.items()},
                 alpha=float(d.get("alpha", LEGACY_ALPHA)),
                 n_perm=n_perm,
+                drift_metrics={str(m): copy.deepcopy(dict(x)) for m, x in d.get("drift_metrics", {}).items()},
             )
         except KeyError as exc:
             raise ValueError(f"results.json: missing field {exc.args[0]!r}") from None

@@ -24,10 +24,18 @@ Tables (:data:`STORE_SCHEMA_VERSION` 1)
     ``success`` is ``numpy.packbits`` of the per-task success (big-endian bit
     order, ``n_tasks`` bits), ``successes`` their count, ``phase`` the per-task
     phase as run-length JSON ``[[phase, count], ...]``, ``trials`` a JSON object
-    of trials run per kind, ``detection`` a JSON object of the detection metrics
-    the episode reported (``NULL`` when the environment or method reports none),
-    ``wall_s`` the episode's wall-clock seconds and ``code_version`` the package
-    version (``+g<commit>`` when run from a git checkout) that ran it.
+    of trials run per kind, ``detection`` the episode's drift metrics as a JSON
+    object (``json.dumps(..., sort_keys=True)`` of
+    :func:`~tepa_envs.agents.evaluation.drift_metrics.episode_metrics`: tasks,
+    changes, delays, undetected, recoveries, unrecovered, unjudged, stale
+    retrievals, correct-value losses, false revocations and their source, regret;
+    what :func:`~tepa_envs.agents.evaluation.harness.run_job_with_metrics` returns),
+    ``NULL`` when the episode has none (an environment they do not apply to, such
+    as ``TEPA/FactConsolidation-v0``, a memory whose retrievals cannot be recorded,
+    or a row written before tepa-envs recorded them: the column was always ``NULL``
+    then, so schema version 1 stays and older stores read as episodes without
+    metrics), ``wall_s`` the episode's wall-clock seconds and ``code_version`` the
+    package version (``+g<commit>`` when run from a git checkout) that ran it.
 """
 
 from __future__ import annotations
@@ -277,7 +285,8 @@ class Store:
                 db.execute("INSERT INTO schema_version (version) VALUES (?)", (STORE_SCHEMA_VERSION,))
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
 
     def close(self) -> None:
@@ -313,7 +322,8 @@ class Store:
                 ids.append(int(row[0]))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # not when a Ctrl-C lands just after the COMMIT went through
+                db.execute("ROLLBACK")
             raise
         return ids
 
@@ -348,7 +358,8 @@ class Store:
             inserted = db.total_changes - before
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # not when a Ctrl-C lands just after the COMMIT went through
+                db.execute("ROLLBACK")
             raise
         return inserted
 
@@ -391,10 +402,10 @@ class Store:
                                                       (cell,))]
 
     def rows(self, cell: int, seeds: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
-        """``(seed, n_tasks, success, phase, trials, wall_s)`` of ``cell``'s episodes, by seed."""
+        """``(seed, n_tasks, success, phase, trials, wall_s, detection)`` of ``cell``'s episodes, by seed."""
         rows = self.connection.execute(
-            "SELECT seed, n_tasks, success, phase, trials, wall_s FROM episodes WHERE cell = ? ORDER BY seed",
-            (cell,)).fetchall()
+            "SELECT seed, n_tasks, success, phase, trials, wall_s, detection FROM episodes WHERE cell = ? "
+            "ORDER BY seed", (cell,)).fetchall()
         if seeds is not None:
             wanted = set(seeds)
             rows = [r for r in rows if r[0] in wanted]
@@ -404,7 +415,8 @@ class Store:
                    cells: Sequence[tuple[int, str]], seeds: Sequence[int]) -> Any:
         """The :class:`~tepa_envs.agents.evaluation.harness.Evaluation` of ``cells``
         (``(cells.id, label)`` pairs, in report order) on ``seeds`` (every cell must
-        have all of them); ``elapsed_s`` is the sum of the episodes' wall times."""
+        have all of them); ``elapsed_s`` is the sum of the episodes' wall times. Each
+        method's ``metrics`` are the episodes' ``detection`` (``None`` where ``NULL``)."""
         from tepa_envs.agents.evaluation.harness import Evaluation, MethodRuns
 
         seeds = [int(s) for s in seeds]
@@ -424,7 +436,8 @@ class Store:
             success = np.stack([decode_success(r[2], r[1]) for r in ordered])
             trials = [json.loads(r[4]) for r in ordered]
             wall += sum(r[5] for r in ordered)
-            runs[label] = MethodRuns(label, success, trials)
+            metrics = [None if r[6] is None else json.loads(r[6]) for r in ordered]
+            runs[label] = MethodRuns(label, success, trials, metrics)
         assert phase is not None
         return Evaluation(env_id, dict(env_kwargs), dict(reader_kwargs), seeds, phase, runs, wall)
 

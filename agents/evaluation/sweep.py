@@ -5,9 +5,11 @@ does not hold yet, in batches on a backend (:mod:`.backends`), committing each
 batch's episodes as it arrives; a rerun skips what is stored, so a killed sweep
 resumes where it stopped and ends with the same rows as one never interrupted.
 :func:`write_report` turns a store into the same ``results.json`` /
-``results.csv`` / ``success.png`` (and ``manifest.json``) that ``tepa-bench
-run`` writes, one directory per group of cells. ``tepa-bench run`` itself runs
-through :func:`evaluate_through_store`, so both paths share this code.
+``results.csv`` / ``drift_metrics.csv`` / ``success.png`` (and ``manifest.json``)
+that ``tepa-bench run`` writes, one directory per group of cells. ``tepa-bench
+run`` itself runs through :func:`evaluate_through_store`, so both paths share
+this code. Every episode records its drift metrics (the store's ``detection``
+column, :func:`run_episode_job`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from tepa_envs.agents.evaluation.backends import (
     chunks,
     default_batch_size,
 )
-from tepa_envs.agents.evaluation.harness import Evaluation, JobError, method_label, run_job, summarize
+from tepa_envs.agents.evaluation.harness import Evaluation, JobError, method_label, run_job_with_metrics, summarize
 from tepa_envs.agents.evaluation.pool import leave_if_terminating
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.spec import Statistics, SweepSpec
@@ -47,15 +49,13 @@ Job = tuple[int, str, dict[str, Any], Any, int, dict[str, Any]]
 
 # ------------------------------------------------------------------ in the workers
 def run_episode_job(job: Job) -> Episode:
-    """One episode of one cell, timed; the harness's own :func:`~.harness.run_job`."""
+    """One episode of one cell, timed; the harness's own :func:`~.harness.run_job_with_metrics`
+    (success, phases and trials are :func:`~.harness.run_job`'s; the drift metrics go
+    into the ``detection`` column, ``NULL`` where they do not apply)."""
     cell, env_id, env_kwargs, method, seed, reader_kwargs = job
     started = time.perf_counter()
-    result = run_job((env_id, env_kwargs, method, seed, reader_kwargs))
+    success, phase, trials, detection = run_job_with_metrics((env_id, env_kwargs, method, seed, reader_kwargs))
     wall = time.perf_counter() - started
-    success, phase, trials = result[0], result[1], result[2]
-    # detection metrics: a mapping the harness returns after the trials when the
-    # environment (or method) reports them; none does yet, and the column stays NULL
-    detection = result[3] if len(result) > 3 and isinstance(result[3], dict) else None
     return Episode(cell, int(seed), int(success.size), int(success.sum()), encode_success(success),
                    encode_phase(phase), json.dumps({k: int(v) for k, v in sorted(trials.items())}),
                    None if detection is None else json.dumps(detection, sort_keys=True), wall)
@@ -136,7 +136,7 @@ def execute(store: Store, spec: SweepSpec, backend: LocalBackend | RayBackend, *
     finished episodes are stored."""
     started = time.perf_counter()
     store.add_sweep(spec, list(command))
-    _, jobs, already = plan(store, spec)
+    ids, jobs, already = plan(store, spec)
     outcome = SweepOutcome(spec.episodes, already, 0, False, 0.0)
     store.code_version()  # looked up once, before any worker exists
     if not jobs:
@@ -190,6 +190,9 @@ def execute(store: Store, spec: SweepSpec, backend: LocalBackend | RayBackend, *
                     absorb(backend.wait(in_flight))
             except KeyboardInterrupt:  # a second Ctrl-C: leave the running batches behind
                 pass
+            # counted from the store: a Ctrl-C may land after a batch's COMMIT, before it was counted
+            seeds = set(spec.seeds)
+            outcome.ran = sum(1 for _, seed in store.finished(ids) if seed in seeds) - already
     finally:
         bar.close()
         backend.close()
@@ -268,9 +271,9 @@ def summarize_group(store: Store, group: GroupReport, statistics: Statistics) ->
 def write_report(store: Store, out: Path, statistics: Statistics | None = None,
                  log: Callable[[str], None] = lambda m: None) -> list[tuple[GroupReport, Summary]]:
     """Write the store's results into ``out``: with one group, ``results.json``,
-    ``results.csv``, ``success.png`` and ``manifest.json`` as ``tepa-bench run`` writes
-    them; with several, one such directory per group (named ``ENV-<group id>``) and
-    ``sweep.json`` listing them. ``elapsed_s`` is the sum of the episodes' wall times.
+    ``results.csv``, ``drift_metrics.csv``, ``success.png`` and ``manifest.json`` as
+    ``tepa-bench run`` writes them; with several, one such directory per group (named
+    ``ENV-<group id>``) and ``sweep.json`` listing them. ``elapsed_s`` is the sum of the episodes' wall times.
     Groups without a seed finished by all their methods are skipped (logged)."""
     from tepa_envs.agents.evaluation.files import begin_run, write_json_atomic, write_manifest
     from tepa_envs.agents.evaluation.report import write_results
@@ -280,6 +283,7 @@ def write_report(store: Store, out: Path, statistics: Statistics | None = None,
     if not groups:
         raise StoreError(f"{store.path} holds no cells: run a sweep into it first")
     written: list[tuple[GroupReport, Summary]] = []
+    group_files: list[str] = []
     single = len(groups) == 1
     begin_run(out)
     for group in groups:
@@ -295,6 +299,7 @@ def write_report(store: Store, out: Path, statistics: Statistics | None = None,
         directory.mkdir(parents=True, exist_ok=True)
         begin_run(directory)
         files = write_results(summary, directory)
+        group_files += [f"{group.directory}/{name}" for name in (*files, "manifest.json")]
         write_manifest(directory, files, seeds=summary.seeds, methods=summary.methods, env_id=group.env_id,
                        env_kwargs=group.env_kwargs, reader_kwargs=group.reader_kwargs, alpha=statistics.alpha,
                        store=str(store.path), store_schema_version=STORE_SCHEMA_VERSION,
@@ -309,8 +314,7 @@ def write_report(store: Store, out: Path, statistics: Statistics | None = None,
                              "methods": [c.label for c in g.cells], "cells": [c.cell_id for c in g.cells],
                              "seeds": len(g.seeds), "episodes_left_out": g.left_out} for g, _ in written]}
         write_json_atomic(out / "sweep.json", index)
-        files = ["sweep.json"] + [f"{g.directory}/{name}" for g, _ in written
-                                  for name in ("results.json", "results.csv", "success.png", "manifest.json")]
+        files = ["sweep.json"] + group_files
         write_manifest(out, files, seeds=sorted({s for g, _ in written for s in g.seeds}),
                        methods=list(dict.fromkeys(c.label for g, _ in written for c in g.cells)),
                        store=str(store.path), store_schema_version=STORE_SCHEMA_VERSION)

@@ -50,6 +50,7 @@ def die(*args, **kwargs):
 @pytest.mark.parametrize("name, write", [
     ("results.json", lambda s, p: report.write_json(s, p)),
     ("results.csv", lambda s, p: report.write_csv(s, p)),
+    ("drift_metrics.csv", lambda s, p: report.write_drift_csv(s, p)),
     ("success.png", lambda s, p: report.plot_success(s, p)),
 ])
 def test_a_write_killed_before_the_rename_leaves_the_old_file_whole(tmp_path, monkeypatch, summary, name, write):
@@ -78,7 +79,7 @@ def test_run_writes_a_manifest_last_with_hashes_of_every_file(tmp_path):
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["seeds"] == [0, 1, 2] and manifest["methods"] == ["tepa", "no-memory"]
     assert manifest["run_id"] and {"tepa-envs", "python", "numpy"} <= set(manifest["versions"])
-    assert set(manifest["files"]) == {"results.json", "results.csv", "success.png"}
+    assert set(manifest["files"]) == {"results.json", "results.csv", "drift_metrics.csv", "success.png"}
     for name, entry in manifest["files"].items():
         assert entry["sha256"] == sha256_file(out / name)
     # the manifest was written after every file it lists
@@ -149,9 +150,9 @@ def test_reproduce_writes_every_file_atomically_and_a_manifest_per_setting(tmp_p
     out = tmp_path / "results"
     reproduce.reproduce_all(["controlled", "facts"], protocol_module.QUICK, out, log=lambda m: None)
     manifest = check_manifest(out / "controlled")
-    assert set(manifest["files"]) == {"results.json", "results.csv", "success.png", "protocol.json",
-                                      "robustness.json", "ablation.json", "trial_cost.json", "key_noise.json",
-                                      "n_keys.json"}
+    assert set(manifest["files"]) == {"results.json", "results.csv", "drift_metrics.csv", "success.png",
+                                      "protocol.json", "robustness.json", "ablation.json", "trial_cost.json",
+                                      "key_noise.json", "n_keys.json"}
     assert manifest["setting"] == "controlled" and manifest["seeds"] == [0, 1]
     assert set(check_manifest(out / "facts")["files"]) == {"results.json"}
     # a rerun killed half-way through its studies leaves the setting without a manifest

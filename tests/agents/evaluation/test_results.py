@@ -97,7 +97,8 @@ def test_files_without_a_schema_version_are_read_and_newer_ones_refused(summary)
 # Objects whose keys are data (method, phase and trial-kind names), not field names.
 MAPS = {"summary": "<method>", "summary.<method>": "<phase>",
         "trials_per_episode": "<method>", "trials_per_episode.<method>": "<kind>",
-        "per_task_success": "<method>", "paper": "<method>", "paper.<method>": "<phase>"}
+        "per_task_success": "<method>", "paper": "<method>", "paper.<method>": "<phase>",
+        "drift_metrics": "<method>"}
 # Free-form objects passed through as given.
 OPAQUE = {"env_kwargs", "reader_kwargs"}
 

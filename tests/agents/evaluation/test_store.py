@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tepa_envs.agents.evaluation.cli import main
+from tepa_envs.agents.evaluation.drift_metrics import run_traced_job
 from tepa_envs.agents.evaluation.harness import MethodSpec, evaluate, run_job
 from tepa_envs.agents.evaluation.spec import Cell, canonical_json, single_group_spec
 from tepa_envs.agents.evaluation.store import (
@@ -71,7 +72,8 @@ def test_schema_round_trip(tmp_path):
             success, expected_phase, expected_trials = run_job(job[1:])
             assert np.array_equal(decode_success(blob, n_tasks), success) and successes == success.sum()
             assert np.array_equal(decode_phase(phase), expected_phase)
-            assert json.loads(trials) == expected_trials and detection is None
+            assert json.loads(trials) == expected_trials
+            assert json.loads(detection) == run_traced_job(job[1:])[3]  # the episode's drift metrics
         evaluation = store.evaluation(ENV, SMALL, {"follow_prob": 0.95}, [(c.id, c.label) for c in cells], [0, 1, 2])
     reference = evaluate(ENV, methods, range(3), env_kwargs=SMALL, reader_kwargs={"follow_prob": 0.95})
     assert list(evaluation.runs) == list(reference.runs) and evaluation.seeds == reference.seeds
@@ -79,6 +81,7 @@ def test_schema_round_trip(tmp_path):
     for label, run in reference.runs.items():
         assert np.array_equal(evaluation.runs[label].success, run.success)
         assert evaluation.runs[label].trials == run.trials
+        assert evaluation.runs[label].metrics == run.metrics and len(run.metrics) == 3
 
 
 def test_one_row_per_cell_and_seed_and_wal(tmp_path):

@@ -184,12 +184,12 @@ def test_report_of_a_run_store_is_the_run(tmp_path):
     assert main(["report", str(tmp_path / "r.db"), "--out", str(tmp_path / "report")]) == 0
     assert report_files(tmp_path / "run") == report_files(tmp_path / "report")
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
-        "manifest.json", "results.csv", "results.json", "success.png"]  # the temporary store is gone
+        "drift_metrics.csv", "manifest.json", "results.csv", "results.json", "success.png"]  # the temporary store is gone
     # a run without --store writes the same files (through a temporary store)
     assert main([*args, "--out", str(tmp_path / "plain")]) == 0
     assert report_files(tmp_path / "plain") == report_files(tmp_path / "run")
     assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == [
-        "manifest.json", "results.csv", "results.json", "success.png"]
+        "drift_metrics.csv", "manifest.json", "results.csv", "results.json", "success.png"]
 
 
 RESUME_SPEC = """
