@@ -3,9 +3,9 @@
 The scenarios (:data:`SUITE_SCENARIOS`) are ``TEPA/RegimeDrift-v0`` (the paper's
 protocol), the registered drift scenarios (``tepa_envs.SCENARIOS``: noisy,
 recurring, gradual, async, Poisson, many keys, Zipf, noisy many keys) and
-``TEPA/PreferenceStream-v0`` (the paper's four phases on a simulated user whose
-evidence is mostly *stated*: assertions, with one-off noisy statements, where the
-RegimeDrift scenarios give outcomes only). The methods are every name in
+``TEPA/PreferenceStream-v0`` (the paper's four phases on a simulated user who
+states the current preference in most sessions' text, so the memory competes with
+what the reader is told, with one-off wrong feedback). The methods are every name in
 the registry (``METHOD_NAMES``, so a method registered there joins the suite) plus
 any ``package.module:Class`` given with ``--methods``.
 

@@ -32,8 +32,20 @@ cross-key (one key's failures are its own precedent's business, which TEPA's
 per-key rules handle). With a single key the alarm can never fire and TEPA-Regime
 is TEPA.
 
+**Shown or hidden on probation** (``probation``, a named choice the idea leaves open).
+``"shown"`` (default): a precedent on probation is still retrieved, so the reader keeps
+acting on it until its next use decides it. ``"hidden"``: it is not retrieved while
+on probation; it is still decided by its next use (when the agent picks its value
+for another reason). Which is better depends on what the agent does when its memory
+shows nothing: if it explores blindly (RegimeDrift), hiding a still-valid precedent
+costs a guess, and ``"shown"`` wins on every RegimeDrift scenario; if the task itself
+usually tells the answer (the preference stream, where the user states the
+preference), hiding a stale one costs nothing, and ``"hidden"`` wins there and is the
+one way found to stay above no memory in its full reversal. The README's
+TEPA-Regime section has the measured trade-off.
+
 **Lifecycle and audit.** Probation is not a lifecycle state: a precedent on probation
-stays ``ACTIVE`` and retrieved, so :func:`~tepa_envs.agents.memories.tepa.replay_audit`
+stays ``ACTIVE`` (retrieved unless ``probation="hidden"``), so :func:`~tepa_envs.agents.memories.tepa.replay_audit`
 rebuilds the states from :attr:`audit_log` exactly as for TEPA. A revocation on
 probation or at an alarm is an ordinary ``ACTIVE -> REVOKED`` event in the audit log
 (reason ``"failed on probation after the regime alarm at t=..."`` or ``"failed in the
@@ -52,6 +64,10 @@ from typing import Any, NamedTuple
 from tepa_envs.core import Evidence, check_int, check_probability
 
 from tepa_envs.agents.memories.tepa import ACTIVE, REVOKED, TEPA, Precedent
+
+
+PROBATION_MODES: tuple[str, ...] = ("shown", "hidden")
+"""Whether a precedent on probation is retrieved (see the module docstring)."""
 
 
 class RegimeAlarm(NamedTuple):
@@ -90,19 +106,26 @@ class TEPARegime(TEPA):
             the window (default 2; at least 2, so one key's failures never raise it).
         revoke_failed: at an alarm, revoke the precedents whose latest use failed
             (default ``True``); ``False`` puts them on probation with the others.
+        probation: ``"shown"`` (default: a precedent on probation is still retrieved)
+            or ``"hidden"`` (it is not retrieved until its next use confirms it).
         **kwargs: TEPA's arguments.
     """
 
     name = "tepa-regime"
 
     def __init__(self, *, regime_window: int | None = None, regime_rate: float | None = None,
-                 regime_keys: int = 2, revoke_failed: bool = True, **kwargs: Any) -> None:
+                 regime_keys: int = 2, revoke_failed: bool = True, probation: str = "shown",
+                 **kwargs: Any) -> None:
         # Refused before anything is set (TEPA's own arguments are checked by TEPA.__init__).
         window = None if regime_window is None else check_int("regime_window", regime_window, low=1)
         rate = None if regime_rate is None else check_probability("regime_rate", regime_rate)
         keys = check_int("regime_keys", regime_keys, low=2)
         if not isinstance(revoke_failed, bool):
             raise TypeError(f"revoke_failed must be a bool, got {type(revoke_failed).__name__}")
+        if not isinstance(probation, str):
+            raise TypeError(f"probation must be a str, 'shown' or 'hidden'; got {type(probation).__name__}")
+        if probation not in PROBATION_MODES:
+            raise ValueError(f"probation must be one of {', '.join(PROBATION_MODES)}, got {probation!r}")
         if window is not None and keys > window:
             raise ValueError(f"regime_keys ({keys}) cannot exceed regime_window ({window}): "
                              "the alarm could never fire")
@@ -112,6 +135,7 @@ class TEPARegime(TEPA):
         self.regime_rate = self.theta_rec if rate is None else rate
         self.regime_keys = keys
         self.revoke_failed = revoke_failed
+        self.probation = probation
         if self.regime_keys > self.regime_window:
             raise ValueError(f"regime_keys ({keys}) cannot exceed regime_window ({self.regime_window}, "
                              "from n_rec): the alarm could never fire")
@@ -144,6 +168,16 @@ class TEPARegime(TEPA):
                 self._revoke(self._live[key], used, t, f"failed on probation after the regime alarm at t={alarm_t}")
         self._window.append((key, bool(outcome), used))
         self._check_regime(t)
+
+    def _retrieve(self, key: str, context: str) -> list[Any]:
+        records = super()._retrieve(key, context)
+        if self.probation == "shown" or not self._probation:
+            return records
+        return [r for r in records if not self._is_on_probation(key, r.value)]
+
+    def _is_on_probation(self, key: str, value: str) -> bool:
+        precedent = self._active_precedent(key, value)
+        return precedent is not None and precedent.id in self._probation
 
     # --------------------------------------------------------------- the rule
     def _active_precedent(self, key: str, value: str) -> Precedent | None:

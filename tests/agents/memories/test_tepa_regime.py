@@ -219,3 +219,28 @@ def test_single_key_streams_give_tepas_exact_state(raw):
         tepa.observe(e)
         assert regime.retrieve(K[0]) == tepa.retrieve(K[0])
     assert regime.audit_log == tepa.audit_log and regime.regime_alarms == ()
+
+
+def test_hidden_probation_hides_the_precedents_until_their_next_use_decides_them():
+    shown, hidden = TEPARegime(), TEPARegime(probation="hidden")
+    for memory in (shown, hidden):
+        t = four_active(memory)
+        t = feed(memory, [(0, "v0", True), (1, "v1", False), (2, "v2", False)], t)
+        assert memory.on_probation() == {0: 6, 3: 6}
+    assert [r.value for r in shown.retrieve(K[3])] == ["v3"] and [r.value for r in shown.retrieve(K[0])] == ["v0"]
+    assert hidden.retrieve(K[3]) == [] and hidden.retrieve(K[0]) == []
+    assert hidden.states() == shown.states() and hidden.audit_log == shown.audit_log
+    # the next use decides a hidden precedent as it does a shown one: a success confirms it (shown again) ...
+    t = feed(hidden, [(0, "v0", True)], t)
+    assert [r.value for r in hidden.retrieve(K[0])] == ["v0"] and hidden.on_probation() == {3: 6}
+    # ... and a failure revokes it
+    feed(hidden, [(3, "v3", False)], t)
+    assert hidden.retrieve(K[3]) == [] and hidden.on_probation() == {}
+    assert hidden.audit_log[-1].reason == "failed on probation after the regime alarm at t=6"
+    assert replay_audit(hidden.audit_log) == hidden.states()
+
+
+@pytest.mark.parametrize("bad, error", [(True, TypeError), (None, TypeError), ("off", ValueError)])
+def test_a_bad_probation_mode_is_refused_naming_the_field(bad, error):
+    with pytest.raises(error, match="probation"):
+        make_memory("tepa-regime", probation=bad)
