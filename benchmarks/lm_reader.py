@@ -196,13 +196,31 @@ def _follow(rows: list[dict[str, Any]]) -> str:
     return f"{sum(r['follow'] for r in rows) / shown:.2f} ({shown})" if shown else "— (0)"
 
 
+def task_stream(env_id: str, seed: int) -> tuple[tuple[str, str], ...]:
+    """The (task text, correct value) of every task of ``env_id``'s episode ``seed``, acting 0
+    throughout: two seeds with the same stream give a greedy reader the same episode."""
+    env = gym.make(env_id)
+    try:
+        _, info = env.reset(seed=seed)
+        stream, done = [], False
+        while not done:
+            stream.append((str(info.get("context", "")), str(info.get("oracle", {}).get("correct", ""))))
+            _, _, terminated, truncated, info = env.step(0)
+            done = terminated or truncated
+    finally:
+        env.close()
+    return tuple(stream)
+
+
 def _env_table(env: str, env_rows: list[dict[str, Any]], variants: list[str], seeds: list[int]) -> list[str]:
     methods = [m for m in METHODS if any(r["method"] == m for r in env_rows)]
     pick = {(m, v): [r for r in env_rows if r["method"] == m and r["reader"] == v and r["seed"] in seeds]
             for m in methods for v in ("simulated", *variants)}
     decisions = sum(r["decisions"] for v in variants for m in methods for r in pick[m, v])
     calls = sum(r["model_calls"] for v in variants for m in methods for r in pick[m, v])
-    lines = [f"`{env}`, seeds {', '.join(map(str, seeds))} ({len(seeds)} seed(s); {decisions:,} decisions: "
+    streams = len({task_stream(env, seed) for seed in seeds})
+    lines = [f"`{env}`, seeds {', '.join(map(str, seeds))} ({len(seeds)} seed(s), {streams} distinct task "
+             f"stream(s) among them; {decisions:,} decisions: "
              f"{calls:,} new model calls, the rest read from the shared decision cache, where the same model "
              "had answered the identical prompt before). Success is the mean over seeds; follow rate: the share "
              "of decisions where the model chose the value the memory's top record names (in brackets, how many "
