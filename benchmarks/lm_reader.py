@@ -28,6 +28,9 @@ Two measurements (``python benchmarks/lm_reader.py speed|study|readme``):
     python benchmarks/lm_reader.py study --seeds 2 [--workers 2] [--readers local-lm,local-lm-hidden]
                                          [--cache FILE] [--out lm_study.jsonl]
     python benchmarks/lm_reader.py readme lm_study.jsonl [--speed lm_speed.json]
+
+The README's tables come from ``benchmarks/lm/lm_study.jsonl`` and
+``benchmarks/lm/lm_speed.json``.
 """
 
 from __future__ import annotations
