@@ -371,19 +371,16 @@ def trace_episode(env: gym.Env, agent: Any, seed: int, *,
 
 def run_traced_job(job: tuple[str, dict[str, Any], Any, int, dict[str, Any]]
                    ) -> tuple[np.ndarray, np.ndarray, dict[str, int], dict[str, Any]]:
-    """:func:`~tepa_envs.agents.evaluation.harness.run_job` plus the episode's metrics
-    (:func:`episode_metrics`) as a fourth element."""
-    from tepa_envs.agents.evaluation.harness import make_agent
-    from tepa_envs.agents.evaluation.settings import settings_for
+    """:func:`~tepa_envs.agents.evaluation.harness.run_job_with_metrics` for the suite, where
+    every episode must have its metrics: ``TypeError`` when they could not be recorded."""
+    from tepa_envs.agents.evaluation.harness import method_label, run_job_with_metrics
 
-    env_id, env_kwargs, method, seed, reader_kwargs = job
-    env = gym.make(env_id, **env_kwargs)
-    try:
-        agent = make_agent(env_id, method, reader_kwargs)
-        result, trace = trace_episode(env, agent, seed, decide_phases=settings_for(env_id).decide_phases)
-    finally:
-        env.close()
-    return result.success, result.phase, result.trials, episode_metrics(trace)
+    success, phase, trials, metrics = run_job_with_metrics(job)
+    if metrics is None:
+        raise TypeError(f"no drift metrics for {method_label(job[2])} on {job[0]}: its tasks carry no key and "
+                        "correct value, or its memory takes no instance attributes (e.g. __slots__), so its "
+                        "retrievals cannot be recorded; give it a __dict__")
+    return success, phase, trials, metrics
 
 
 # ------------------------------------------------------------------------- markdown

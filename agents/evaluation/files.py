@@ -14,6 +14,7 @@ a file changed after the manifest no longer matches its hash:
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import platform
@@ -91,6 +92,18 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_figure_atomic(fig: Any, path: Path) -> None:
+    """Render a matplotlib figure as PNG in memory, close it, and write it atomically."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format="png")
+    finally:
+        plt.close(fig)
+    write_bytes_atomic(Path(path), buffer.getvalue())
 
 
 def prepare_output_dir(path: str | os.PathLike[str]) -> Path:
@@ -216,6 +229,6 @@ def verify_manifest(directory: str | os.PathLike[str]) -> bool:
 
 __all__ = [
     "MANIFEST", "ManifestError", "OutputDirError", "begin_run", "check_manifest", "prepare_output_dir",
-    "sha256_file", "verify_manifest", "write_bytes_atomic", "write_json_atomic", "write_manifest",
-    "write_text_atomic",
+    "sha256_file", "verify_manifest", "write_bytes_atomic", "write_figure_atomic", "write_json_atomic",
+    "write_manifest", "write_text_atomic",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from tepa_envs.agents.evaluation.drift_metrics import METRICS_HEADER, metrics_cells
-from tepa_envs.agents.evaluation.files import write_bytes_atomic, write_text_atomic
+from tepa_envs.agents.evaluation.files import write_figure_atomic, write_text_atomic
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.settings import Setting
 from tepa_envs.agents.evaluation.statistics import EXACT_MAX_SEEDS, smallest_p_value
@@ -261,9 +261,4 @@ def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
     ax.set_title(results.env_id, pad=18)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
-    image = io.BytesIO()
-    try:
-        fig.savefig(image, format="png")
-    finally:
-        plt.close(fig)
-    write_bytes_atomic(Path(path), image.getvalue())
+    write_figure_atomic(fig, path)

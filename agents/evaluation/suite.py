@@ -65,7 +65,6 @@ the reversal phases where it is significantly below ``no-memory``), ``metrics`` 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 import time
@@ -78,7 +77,7 @@ import gymnasium as gym
 import numpy as np
 
 import tepa_envs
-from tepa_envs.agents.evaluation.files import begin_run, write_bytes_atomic, write_json_atomic, write_manifest
+from tepa_envs.agents.evaluation.files import begin_run, write_figure_atomic, write_json_atomic, write_manifest
 from tepa_envs.agents.evaluation.files import write_text_atomic
 from tepa_envs.agents.evaluation.drift_metrics import metrics_markdown, pool_metrics, run_traced_job
 from tepa_envs.agents.evaluation.harness import describe_job, method_label, run_jobs, validate_methods
@@ -376,12 +375,7 @@ def plot_heatmap(data: dict[str, Any], path: Path) -> None:
     fig.colorbar(image, ax=ax, label="overall success")
     ax.set_title(f"tepa-bench suite: overall success ({len(data['seeds'])} seeds; red: best non-oracle)")
     fig.tight_layout()
-    buffer = io.BytesIO()
-    try:
-        fig.savefig(buffer, format="png")
-    finally:
-        plt.close(fig)
-    write_bytes_atomic(path, buffer.getvalue())
+    write_figure_atomic(fig, path)
 
 
 def write_suite(data: dict[str, Any], out: Path, *, elapsed_s: float | None = None) -> list[str]:
