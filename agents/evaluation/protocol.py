@@ -60,9 +60,28 @@ class Protocol:
         return min(self.max_seeds, self.seed_caps.get(env_id, self.max_seeds))
 
 
+FULL = Protocol()
+"""The benchmark protocol behind the README's headline tables (``tepa-bench reproduce
+--full``): 1,000+ seeds to a half-width of 0.015, 200 seeds per reader setting, 500
+per side study. About 5 minutes for ``controlled`` on 2 cores."""
+
+STANDARD = Protocol(seeds=400, max_half_width=0.03, max_seeds=1000, block=50, robustness_seeds=100,
+                    study_seeds=200, seed_caps={"TEPA/FileOps-v0": 100})
+"""The default of ``tepa-bench reproduce``: the full protocol's studies at a size that
+finishes ``controlled`` in about a minute on 2 cores; its half-widths (0.03 instead of
+0.015) are stated in ``protocol.json``, so its numbers are a first look, not the headline."""
+
 QUICK = Protocol(seeds=20, max_seeds=40, block=10, robustness_seeds=10, study_seeds=10,
                  follow_probs=(0.9, 1.0), stated_probs=(0.5,), seed_caps={"TEPA/FileOps-v0": 20})
 """A protocol small enough for tests and smoke runs (its numbers are not headline numbers)."""
+
+PROTOCOLS: dict[str, Protocol] = {"quick": QUICK, "standard": STANDARD, "full": FULL}
+"""The named sizes of ``tepa-bench reproduce`` (``--quick``, the default, ``--full``)."""
+
+
+def protocol_name(protocol: Protocol) -> str:
+    """The name of ``protocol`` in :data:`PROTOCOLS`, or ``"custom"``."""
+    return next((name for name, p in PROTOCOLS.items() if p == protocol), "custom")
 
 
 def phase_indices(evaluation: Evaluation) -> list[int | None]:
@@ -147,12 +166,14 @@ def precision_report(evaluation: Evaluation, protocol: Protocol, phase_names: Se
     return report
 
 
-def limits(headline: Evaluation, protocol: Protocol, *, workers: int = 1) -> dict[str, dict[str, float]]:
+def limits(headline: Evaluation, protocol: Protocol, *, workers: int = 1,
+           progress: Progress | None = None) -> dict[str, dict[str, float]]:
     """The oracle-reset bound per phase: with the headline's reader (its ``oracle-reset``
     row) and with a perfect reader (``follow_prob = 1``, on ``protocol.seeds`` seeds)."""
     n = min(len(headline.seeds), protocol.seeds)
     perfect = evaluate(headline.env_id, ["oracle-reset"], range(n), env_kwargs=headline.env_kwargs,
-                       reader_kwargs={**headline.reader_kwargs, "follow_prob": 1.0}, workers=workers)
+                       reader_kwargs={**headline.reader_kwargs, "follow_prob": 1.0}, workers=workers,
+                       progress=progress)
     return {label: {str(p): float(evaluation.phase_success("oracle-reset", p).mean())
                     for p in phase_indices(evaluation)}
             for label, evaluation in (("oracle_reset", headline), ("oracle_reset_perfect_reader", perfect))}

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from dataclasses import dataclass
 from itertools import combinations
@@ -82,6 +81,7 @@ from tepa_envs.agents.evaluation.files import write_text_atomic
 from tepa_envs.agents.evaluation.drift_metrics import metrics_markdown, pool_metrics, run_traced_job
 from tepa_envs.agents.evaluation.harness import describe_job, method_label, run_jobs, validate_methods
 from tepa_envs.agents.evaluation.pool import Progress
+from tepa_envs.agents.evaluation.progress import progress_factory
 from tepa_envs.agents.evaluation.report import _ceil_2sig
 from tepa_envs.agents.evaluation.statistics import (
     EXACT_MAX_SEEDS, bootstrap_cis, holm_bonferroni, paired_permutation_tests, smallest_p_value,
@@ -418,12 +418,12 @@ def cmd_suite(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         raise cli.UsageError(str(exc).splitlines()[0]) from None
     out = cli._output_dir(args.out)
-    progress = cli.ProgressBar("suite", enabled=not args.quiet and sys.stderr.isatty())
     cli._log(args, f"suite: {len(methods)} methods x {len(scenarios)} scenarios x {args.seeds} seeds "
                    f"({args.workers} workers)")
     started = time.perf_counter()
-    data = run_suite(methods, range(args.seeds), scenarios=scenarios, workers=args.workers, alpha=args.alpha,
-                     progress=progress)
+    with progress_factory(quiet=args.quiet)("suite") as bar:
+        data = run_suite(methods, range(args.seeds), scenarios=scenarios, workers=args.workers, alpha=args.alpha,
+                         progress=bar)
     elapsed = time.perf_counter() - started
     write_suite(data, out, elapsed_s=elapsed)
     print(leaderboard_markdown(data))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from tepa_envs.agents.evaluation.backends import (
 )
 from tepa_envs.agents.evaluation.harness import Evaluation, JobError, method_label, run_job_with_metrics, summarize
 from tepa_envs.agents.evaluation.pool import leave_if_terminating
+from tepa_envs.agents.evaluation.progress import Progress, progress_mode
 from tepa_envs.agents.evaluation.results import Summary
 from tepa_envs.agents.evaluation.spec import Statistics, SweepSpec
 from tepa_envs.agents.evaluation.store import (
@@ -96,26 +96,6 @@ class SweepOutcome:
         return self.ran / running if running > 0 else math.nan
 
 
-class _Progress:
-    """tqdm on stderr: episodes done (those already stored count as done), rate, ETA."""
-
-    def __init__(self, total: int, initial: int, enabled: bool, label: str) -> None:
-        self.bar = None
-        if enabled:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, initial=initial, unit="ep", desc=label, dynamic_ncols=True,
-                            smoothing=0.05, file=sys.stderr)
-
-    def update(self, n: int) -> None:
-        if self.bar is not None and n:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 def plan(store: Store, spec: SweepSpec) -> tuple[list[int], list[Job], int]:
     """The cells' store ids, the episodes still to run (seed by seed, so an
     interrupted sweep has every method on its first seeds), and how many are stored."""
@@ -153,7 +133,7 @@ def execute(store: Store, spec: SweepSpec, backend: LocalBackend | RayBackend, *
     outcome.backend = backend.describe()
     if on_start is not None:
         on_start(outcome.backend, len(jobs), already)
-    bar = _Progress(spec.episodes, already, progress, label)
+    bar = Progress(label, progress_mode(quiet=not progress), initial=already, total=spec.episodes)
     queue = iter(batches)
     in_flight: set[Any] = set()
     error: JobError | None = None

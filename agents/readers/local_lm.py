@@ -328,15 +328,16 @@ class LocalLMReader(LMReader):
 
     def __init__(self, model: str = DEFAULT_MODEL, *, temperature: float = 0.0, seed: int = 0, threads: int = 1,
                  cache: DecisionCache | str | bool | None = None, validity: str = "auto") -> None:
-        self.name, self.path = locate_model(model)
-        check_runtime()
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not math.isfinite(temperature) or temperature < 0:
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+            raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
+        if not math.isfinite(temperature) or temperature < 0:
             raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
-        self.model = model
-        self.temperature = float(temperature)
         self.seed = check_int("seed", seed)
         self.threads = check_int("threads", threads, low=1, high=max(1, os.cpu_count() or 1))
+        self.name, self.path = locate_model(model)  # arguments first: a bad one is named even without the model
+        check_runtime()
+        self.model = model
+        self.temperature = float(temperature)
         super().__init__(cache=cache, validity=validity)
         self._runtime: Runtime | None = None
         self.rng = np.random.default_rng(self.seed)

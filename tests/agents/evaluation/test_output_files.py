@@ -142,11 +142,11 @@ def test_reproduce_writes_every_file_atomically_and_a_manifest_per_setting(tmp_p
 
     evaluation = evaluate("TEPA/RegimeDrift-v0", list(SETTINGS["controlled"].methods), range(2),
                           env_kwargs={"phase_lengths": [4, 4, 4, 4]})
-    monkeypatch.setattr(protocol_module, "evaluate_to_precision", lambda *a, **k: evaluation)
+    monkeypatch.setattr(reproduce, "evaluate_to_precision", lambda *a, **k: evaluation)
     for study in ("precision_report", "limits", "robustness", "ablation", "trial_cost", "key_noise", "n_keys",
                   "main_profile_share"):
         monkeypatch.setattr(reproduce, study, lambda *a, study=study, **k: {"study": study})
-    monkeypatch.setattr(reproduce, "reproduce_facts_rows", lambda workers: [{"split": "x", "score": 1.0}])
+    monkeypatch.setattr(reproduce, "reproduce_facts_rows", lambda workers, progress=None: [{"split": "x", "score": 1.0}])
     out = tmp_path / "results"
     reproduce.reproduce_all(["controlled", "facts"], protocol_module.QUICK, out, log=lambda m: None)
     manifest = check_manifest(out / "controlled")
