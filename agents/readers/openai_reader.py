@@ -13,7 +13,8 @@ and maps the answer to one of the options:
   one option's name contains another's);
 * an answer that maps to no option raises :class:`~tepa_envs.agents.readers.lm_base.InvalidAnswer`.
 
-Failures are errors, never a random action: a connection error, a timeout, HTTP
+Failures are errors, never a random action: a connection error, a reset, a bad
+status line, a body cut short, a missed deadline, a body that is not JSON, HTTP
 408/409/429 or a 5xx answer is retried ``max_retries`` times, waiting
 ``backoff * 2**i`` seconds before retry ``i``; then, or at once on any other HTTP
 error (a bad key, a bad request), :class:`~tepa_envs.agents.readers.lm_base.EndpointError`
@@ -23,33 +24,54 @@ names the endpoint, the status and the server's message. The budget
 :class:`~tepa_envs.agents.readers.lm_base.BudgetExhausted` is raised. Decisions come
 from the shared cache first, and a cached decision costs nothing.
 
+The endpoint is not trusted to behave (:mod:`~tepa_envs.agents.readers.http_transport`):
+
+* **no redirect is followed**: a 3xx answer raises ``EndpointError`` naming the
+  status and its ``Location``, at once; the request, and the API key in its
+  ``Authorization`` header, go to the configured origin only;
+* **one deadline per attempt**: ``timeout`` seconds cover connecting, the TLS
+  handshake, sending, the status line, the headers and the whole body (a server
+  trickling bytes cannot stretch it); a missed deadline is retried like a timeout;
+* **a size cap**: a body over ``max_response_bytes`` (default 1 MiB; an answer is
+  a few hundred bytes) is refused as soon as that is known, from its
+  ``Content-Length`` or while reading, with ``EndpointError`` and without a retry
+  (the server would send the same again);
+* **the reply is checked**: a body that does not parse as JSON (nesting too deep
+  included) is retried like the failures above; the ``usage`` token counts, when
+  present, must be ints from 0 to ``2**53 - 1`` (not booleans), else
+  ``EndpointError`` names the field at once and nothing is added to the budget
+  (a server cannot lower the tokens spent).
+
 The budget is per run: every ``OpenAIReader`` of one process with the same
 endpoint, model and limits draws from one budget (the harness builds a reader
 per episode); pass ``budget_file`` to share it between processes too (the
 harness's ``--workers``), else each worker process has its own.
 
-The HTTP client is the standard library's ``urllib``: one POST per decision
+The HTTP client is the standard library's ``http.client``: one POST per decision
 needs no third-party client, and the timeouts, retries and budget stay in this
 module (the ``openai`` package would add its own retry loop and several
-dependencies).
+dependencies). ``urllib`` is not used because it follows redirects, bounds only
+each socket read and reads bodies whole. HTTPS verifies certificates
+(:func:`ssl.create_default_context`); proxy variables (``HTTPS_PROXY``) are not
+used.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from tepa_envs.core import check_choice
 
+from tepa_envs.agents.readers.http_transport import (
+    DeadlineExceeded, HttpResponse, ResponseTooLarge, TransportError, post, split_url,
+)
 from tepa_envs.agents.readers.lm_base import (
     BudgetExhausted, EndpointError, InvalidAnswer, LMReader, LMReaderError,
 )
@@ -59,6 +81,10 @@ from tepa_envs.agents.readers.prompt import Prompt
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CONSTRAINTS: tuple[str, ...] = ("json_schema", "none")
 RETRY_STATUS = frozenset({408, 409, 429})
+USAGE_FIELDS: tuple[str, ...] = ("total_tokens", "prompt_tokens", "completion_tokens")
+MAX_REPORTED_TOKENS = 2 ** 53 - 1
+"""The most tokens one ``usage`` count may report (JSON's exact integers; keeps the
+budget file's 64-bit counters from overflowing)."""
 
 
 def _positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> Any:
@@ -190,9 +216,11 @@ class OpenAIReader(LMReader):
             ``$OPENAI_BASE_URL``, else OpenAI's).
         api_key_env: the environment variable holding the API key (default
             ``OPENAI_API_KEY``); an endpoint without keys needs none.
-        timeout: seconds to wait for one response.
-        max_retries: retries of a failed request (connection error, timeout, 408,
-            409, 429, 5xx).
+        timeout: seconds one attempt may take, from connecting to the last byte of
+            the body (one wall-clock deadline, however slowly the server sends).
+        max_retries: retries of a failed request (connection error, reset, bad
+            status line, cut-short body, missed deadline, non-JSON body, 408, 409,
+            429, 5xx).
         backoff: seconds before the first retry; doubled before each next one.
         max_calls: at most this many requests per run (``None``: no limit).
         max_tokens: at most this many tokens (prompt + completion, as reported) per
@@ -203,18 +231,29 @@ class OpenAIReader(LMReader):
         budget_file: a file holding the budget, shared by every process using it.
         cache: the decision cache (see :class:`~tepa_envs.agents.readers.lm_base.LMReader`).
         validity: ``"auto"`` or ``"hidden"`` (see :class:`~tepa_envs.agents.readers.lm_base.LMReader`).
+        max_response_bytes: the largest response body read (default 1 MiB); a larger
+            one raises :class:`~tepa_envs.agents.readers.lm_base.EndpointError` and is
+            not retried, since a server that sent it once sends it again.
+
+    No redirect is ever followed: a 3xx answer raises ``EndpointError`` and the
+    request (with the key) goes to ``base_url``'s origin only.
     """
 
     def __init__(self, model: str, base_url: str | None = None, *, api_key_env: str = "OPENAI_API_KEY",
                  timeout: float = 30.0, max_retries: int = 3, backoff: float = 1.0,
                  max_calls: int | None = 1000, max_tokens: int | None = None, answer_tokens: int = 16,
                  constrain: str = "json_schema", seed: int = 0, budget_file: str | None = None,
-                 cache: DecisionCache | str | bool | None = None, validity: str = "auto") -> None:
+                 cache: DecisionCache | str | bool | None = None, validity: str = "auto",
+                 max_response_bytes: int = 1_048_576) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a non-empty str, got {model!r}")
         base_url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL", DEFAULT_BASE_URL)
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+        try:
+            self.origin = split_url(base_url).origin
+        except ValueError as exc:
+            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r} ({exc})") from None
         if not isinstance(api_key_env, str):
             raise TypeError(f"api_key_env must be a str, got {type(api_key_env).__name__}")
         self.model = model
@@ -226,6 +265,7 @@ class OpenAIReader(LMReader):
         self.max_calls = None if max_calls is None else _positive("max_calls", max_calls, integer=True)
         self.max_tokens = None if max_tokens is None else _positive("max_tokens", max_tokens, integer=True)
         self.answer_tokens = _positive("answer_tokens", answer_tokens, integer=True)
+        self.max_response_bytes = _positive("max_response_bytes", max_response_bytes, integer=True)
         self.constrain = check_choice("constrain", constrain, CONSTRAINTS)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
@@ -246,8 +286,8 @@ class OpenAIReader(LMReader):
                 parsed = json.loads(reply.text)
                 if isinstance(parsed, dict) and isinstance(parsed.get("choice"), str):
                     answer = parsed["choice"]
-            except json.JSONDecodeError:
-                pass  # a server that ignored response_format: read the text
+            except (ValueError, RecursionError):
+                pass  # a server that ignored response_format (or nested too deep): read the text
         choice = match_option(answer, prompt.options)
         if choice is None:
             raise InvalidAnswer(f"{self.model} at {self.base_url} answered {reply.text[:200]!r}, which names none "
@@ -277,48 +317,53 @@ class OpenAIReader(LMReader):
         for attempt in range(self.max_retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-            except urllib.error.HTTPError as exc:
-                message = _error_text(exc)
-                last = f"HTTP {exc.code}: {message}"
-                if exc.code in RETRY_STATUS or exc.code >= 500:
-                    continue
-                raise EndpointError(f"{url} refused the request ({last})") from None
-            except (TimeoutError, socket.timeout) as exc:
-                last = f"no answer within {self.timeout:g} s ({exc or 'timed out'})"
-                continue
-            except urllib.error.URLError as exc:
-                reason = exc.reason
-                if isinstance(reason, (TimeoutError, socket.timeout)):
-                    last = f"no answer within {self.timeout:g} s"
-                else:
-                    last = f"cannot connect: {reason}"
-                continue
-            except (json.JSONDecodeError, UnicodeDecodeError, ConnectionError, OSError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
-            return self._reply(url, payload)
+            outcome = self._attempt(url, data, headers)
+            if isinstance(outcome, _Reply):
+                return outcome
+            last = outcome
         raise EndpointError(f"{url} failed {self.max_retries + 1} times (last: {last})")
 
-    def _reply(self, url: str, payload: Any) -> _Reply:
+    def _attempt(self, url: str, data: bytes, headers: dict[str, str]) -> _Reply | str:
+        """One request: the reply, or why it failed when a retry may help; :class:`EndpointError` when not."""
+        try:
+            response = post(url, data, headers, timeout=self.timeout, max_bytes=self.max_response_bytes)
+        except DeadlineExceeded:
+            return f"no answer within {self.timeout:g} s"
+        except ResponseTooLarge as exc:
+            raise EndpointError(f"{url} answered {exc} (max_response_bytes); not retried: "
+                                "the server would send it again") from None
+        except TransportError as exc:
+            if exc.transient:
+                return str(exc)
+            raise EndpointError(f"{url} failed: {exc}") from None
+        return self._answer(url, response)
+
+    def _answer(self, url: str, response: HttpResponse) -> _Reply | str:
+        """The reply in ``response``, or why a retry may help; :class:`EndpointError` when not."""
+        status = response.status
+        if 300 <= status < 400:
+            location = response.headers.get("location", "")
+            raise EndpointError(f"{url} answered HTTP {status} redirecting to {location[:300]!r}; "
+                                f"redirects are never followed (requests go to {self.origin} only)")
+        if not 200 <= status < 300:
+            last = f"HTTP {status}: {_error_text(response.body, response.reason)}"
+            if status in RETRY_STATUS or status >= 500:
+                return last
+            raise EndpointError(f"{url} refused the request ({last})")
+        try:
+            payload = _load_json(response.body)
+        except ValueError as exc:
+            return f"an invalid JSON reply ({exc}): {_preview(response.body)}"
+        return self._reply(url, payload, response.body)
+
+    def _reply(self, url: str, payload: Any, body: bytes) -> _Reply:
         try:
             text = payload["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
-            raise EndpointError(f"{url} answered without choices[0].message.content: {str(payload)[:200]}") from None
+            raise EndpointError(f"{url} answered without choices[0].message.content: {_preview(body)}") from None
         if not isinstance(text, str):
-            raise EndpointError(f"{url} answered a non-text message content: {text!r:.200}")
-        usage = payload.get("usage") if isinstance(payload, dict) else None
-        tokens = 0
-        if isinstance(usage, dict):
-            total = usage.get("total_tokens")
-            if isinstance(total, int):
-                tokens = total
-            else:
-                tokens = sum(v for k in ("prompt_tokens", "completion_tokens")
-                             if isinstance(v := usage.get(k), int))
+            raise EndpointError(f"{url} answered a non-text message content: {_preview(body)}")
+        tokens = _usage_tokens(url, payload.get("usage"))
         self.budget.add_tokens(tokens)
         return _Reply(text, tokens)
 
@@ -327,19 +372,53 @@ class OpenAIReader(LMReader):
                 f"max_calls={self.max_calls}, max_tokens={self.max_tokens})")
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
+def _load_json(body: bytes) -> Any:
+    """The JSON in ``body`` (``ValueError`` when it is not UTF-8 JSON, or nests too deep to parse)."""
     try:
-        body = exc.read().decode("utf-8", "replace")
-    except Exception:  # pragma: no cover - a body that cannot be read
-        body = ""
+        return json.loads(body.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def _preview(body: bytes) -> str:
+    """The start of a body, for a message (never the parsed value: its repr may nest too deep)."""
+    text = body[:200].decode("utf-8", "replace")
+    return repr(text) + ("..." if len(body) > 200 else "")
+
+
+def _usage_tokens(url: str, usage: Any) -> int:
+    """The tokens a reply's ``usage`` reports (0 without one); :class:`EndpointError` naming a bad field."""
+    if usage is None:
+        return 0
+    if not isinstance(usage, dict):
+        raise EndpointError(f"{url} answered an invalid usage (not an object): {type(usage).__name__}")
+    counts: dict[str, int] = {}
+    for name in USAGE_FIELDS:
+        value = usage.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED_TOKENS:
+            shown = repr(value) if isinstance(value, (bool, int, float)) else type(value).__name__
+            raise EndpointError(f"{url} answered an invalid usage.{name} ({shown[:40]}): token counts must be "
+                                f"ints from 0 to {MAX_REPORTED_TOKENS}; nothing was added to the budget")
+        counts[name] = value
+    if "total_tokens" in counts:
+        return counts["total_tokens"]
+    return counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
+
+
+def _error_text(body: bytes, reason: str) -> str:
+    """The server's message in an error body (its ``error.message``, else its text), else the reason phrase."""
+    text = body.decode("utf-8", "replace")
     try:
-        parsed = json.loads(body)
-        message = parsed.get("error", {}).get("message") if isinstance(parsed, dict) else None
-        if isinstance(message, str):
-            return message[:300]
-    except (json.JSONDecodeError, AttributeError):
-        pass
-    return " ".join(body.split())[:300] or str(exc.reason)
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        parsed = None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if isinstance(message, str):
+        return message[:300]
+    return " ".join(text[:2000].split())[:300] or " ".join(reason[:2000].split())[:300]
 
 
 __all__ = ["Budget", "CONSTRAINTS", "DEFAULT_BASE_URL", "LMReaderError", "OpenAIReader", "match_option",
