@@ -28,8 +28,8 @@ import gymnasium as gym
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import METHOD_NAMES
-from tepa_envs.agents.evaluation.facts import extra_rows, run_questions
-from tepa_envs.agents.evaluation.harness import method_label
+from tepa_envs.agents.evaluation.engine.jobs import method_label
+from tepa_envs.agents.evaluation.studies.facts import extra_rows, run_questions
 from tepa_envs.core import Evidence, LifecycleState, Record
 
 BUDGET_S = 2.0

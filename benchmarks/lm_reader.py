@@ -50,8 +50,8 @@ import numpy as np
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import MemoryAgent, run_episode
-from tepa_envs.agents.evaluation.files import write_text_atomic
-from tepa_envs.agents.evaluation.pool import run_jobs
+from tepa_envs.agents.evaluation.engine.executor import run_jobs
+from tepa_envs.agents.evaluation.outputs.files import write_text_atomic
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
 from tepa_envs.agents.readers.lm_cache import DecisionCache
 from tepa_envs.agents.readers.local_lm import LocalLMReader

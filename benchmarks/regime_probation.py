@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tepa_envs.agents.evaluation.files import write_json_atomic, write_text_atomic
-from tepa_envs.agents.evaluation.harness import MethodSpec
-from tepa_envs.agents.evaluation.suite import DEFAULT_SEEDS, run_suite
+from tepa_envs.agents.evaluation.engine.jobs import MethodSpec
+from tepa_envs.agents.evaluation.outputs.files import write_json_atomic, write_text_atomic
+from tepa_envs.agents.evaluation.studies.suite import DEFAULT_SEEDS, run_suite
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"(<!-- begin:regime-probation -->\n)(.*?)(<!-- end:regime-probation -->)", re.S)

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tepa_envs.agents.evaluation.files import write_text_atomic
-from tepa_envs.agents.evaluation.readme import MARKER
+from tepa_envs.agents.evaluation.outputs.files import write_text_atomic
+from tepa_envs.agents.evaluation.outputs.readme import MARKER
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

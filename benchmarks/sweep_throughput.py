@@ -40,11 +40,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tepa_envs.agents.evaluation.backends import LocalBackend, RayBackend, ray_available
-from tepa_envs.agents.evaluation.harness import run_job, run_job_with_metrics
-from tepa_envs.agents.evaluation.spec import SweepSpec, parse_spec
-from tepa_envs.agents.evaluation.store import Episode, Store
-from tepa_envs.agents.evaluation.sweep import SweepOutcome, execute, write_report
+from tepa_envs.agents.evaluation.engine.backends import LocalBackend, RayBackend, ray_available
+from tepa_envs.agents.evaluation.engine.jobs import build_jobs
+from tepa_envs.agents.evaluation.engine.runner import run_job, run_job_with_metrics
+from tepa_envs.agents.evaluation.engine.spec import SweepSpec, parse_spec
+from tepa_envs.agents.evaluation.engine.store import Episode, Store
+from tepa_envs.agents.evaluation.engine.sweep import SweepOutcome, execute
+from tepa_envs.agents.evaluation.outputs.store_report import write_report
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 
 N_KEYS = (1, 2, 4, 8)
@@ -178,7 +180,7 @@ def ray_overhead(args: argparse.Namespace) -> None:
 
 def metrics_overhead(args: argparse.Namespace) -> None:
     seeds = math.ceil(args.episodes / len(METHOD_NAMES))
-    jobs = [("TEPA/RegimeDrift-v0", {}, method, seed, {}) for method in METHOD_NAMES for seed in range(seeds)]
+    jobs = build_jobs("TEPA/RegimeDrift-v0", METHOD_NAMES, range(seeds))
     print(f"{len(jobs):,} episodes ({len(METHOD_NAMES)} methods x {seeds} seeds on TEPA/RegimeDrift-v0), "
           f"{args.pairs} pairs (run_job, run_job_with_metrics) in one process")
     for job in jobs[::seeds]:  # warm both paths (imports, caches) before timing

@@ -10,8 +10,8 @@ failures in a row: a simple revocation rule to compare with TEPA's.
 
 from __future__ import annotations
 
-from tepa_envs.agents.evaluation.harness import evaluate, summarize
-from tepa_envs.agents.evaluation.report import format_table
+from tepa_envs.agents.evaluation import evaluate, summarize
+from tepa_envs.agents.evaluation.outputs.report import format_table
 from tepa_envs.core import Evidence, LifecycleState, Record
 
 

@@ -2,8 +2,9 @@
 
 * Stable-Baselines3's ``make_vec_env`` (which asks for ``render_mode="rgb_array"``)
   builds and steps every registered environment with a numeric action space;
-* render modes follow Gymnasium: ``gym.make`` warns about a mode an environment
-  does not draw, and ``render()`` warns and returns ``None`` for it;
+* render modes follow Gymnasium: every environment draws ``ansi``, ``human`` and
+  ``rgb_array``; ``gym.make`` warns about a mode an environment does not draw, and
+  ``render()`` warns and returns ``None`` for it;
 * PettingZoo's ``render_test`` (``"human"`` among the modes) and ``state_test``
   pass on ``shared_drift_v0``, whose ``state()`` is the global state;
 * ``reset(options=...)`` refuses options no Gymnasium environment reads (the
@@ -58,8 +59,9 @@ def test_sb3_make_vec_env_builds_and_steps_every_numeric_env(env_id):
     probe.close()
     if not numeric:
         pytest.skip(f"{env_id} has a {type(probe.action_space).__name__} action space; SB3 takes numeric ones")
-    # make_vec_env passes render_mode="rgb_array"; gym.make warns that the env does not draw it
-    with pytest.warns(UserWarning, match="render_mode='rgb_array'"):
+    # make_vec_env passes render_mode="rgb_array", which every environment draws: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         vec_env = make_vec_env(env_id, n_envs=2, seed=0)
     try:
         observations = vec_env.reset()
@@ -69,6 +71,8 @@ def test_sb3_make_vec_env_builds_and_steps_every_numeric_env(env_id):
         assert rewards.shape == (2,) and dones.shape == (2,) and len(infos) == 2
         assert all("evidence" in info for info in infos)
         assert vec_env.get_attr("render_mode") == ["rgb_array", "rgb_array"]
+        frame = vec_env.render()  # SB3 tiles the sub-environments' rgb_array frames
+        assert isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.ndim == 3
     finally:
         vec_env.close()
 
@@ -88,7 +92,7 @@ def test_sb3_make_vec_env_default_regime_drift():
 
 # ------------------------------------------------------------------------ render modes
 @pytest.mark.parametrize("env_id", ENV_IDS)
-@pytest.mark.parametrize("mode", ["rgb_array", "human"])
+@pytest.mark.parametrize("mode", ["depth_array", "svg"])
 def test_an_unsupported_render_mode_warns_as_in_gymnasium(env_id, mode):
     with pytest.warns(UserWarning, match=f"render_mode={mode!r}"):  # gym.make's own warning
         env = gym.make(env_id, **_small(env_id), render_mode=mode)

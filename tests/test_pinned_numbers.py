@@ -27,9 +27,9 @@ import gymnasium as gym
 import pytest
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents.evaluation.harness import evaluate
-from tepa_envs.agents.evaluation.settings import SETTINGS
-from tepa_envs.agents.evaluation.facts import score_method
+from tepa_envs.agents.evaluation.analysis.paper import SETTINGS
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
+from tepa_envs.agents.evaluation.studies.facts import score_method
 
 PINNED = json.loads((Path(__file__).parent / "data" / "pinned_numbers.json").read_text())
 FACT_METHODS = ("tepa", "lww", "tepa-norev", "append-only", "temporal-recency", "conflict-aware-recency",

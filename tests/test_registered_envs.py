@@ -164,3 +164,88 @@ def test_make_vec_equals_single_envs(env_id, mode):
     envs.close()
     for single in singles:
         single.close()
+
+
+# ------------------------------------------------------------------------ render modes
+RENDER_SMALL = {"TEPA/FactConsolidation-v0": {"length": "6k"}}
+
+
+def _render_kwargs(env_id: str) -> dict[str, Any]:
+    return RENDER_SMALL.get(env_id, {"phase_lengths": (3, 3, 3, 3)})
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_every_env_declares_the_render_modes_clients_ask_for(env_id):
+    metadata = load_env_creator(gym.spec(env_id).entry_point).metadata
+    assert {"ansi", "human", "rgb_array"} <= set(metadata["render_modes"]) and metadata["render_fps"] > 0
+
+
+@pytest.mark.parametrize("mode", ["rgb_array", "human", "ansi"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_gymnasium_check_env_in_every_render_mode(env_id, mode, capsys):
+    env = gym.make(env_id, **_kwargs_for(env_id), render_mode=mode)
+    check_env(env.unwrapped)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_rgb_array_frames_have_one_fixed_shape(env_id):
+    from tepa_envs.core.render import FRAME_SHAPE
+
+    env = gym.make(env_id, **_render_kwargs(env_id), render_mode="rgb_array")
+    env.reset(seed=0)
+    frames = [env.render()]
+    terminated = False
+    for _ in range(30):
+        if terminated:
+            break
+        _, _, terminated, _, _ = env.step(env.action_space.sample())
+        frames.append(env.render())
+    for frame in frames:
+        assert isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.shape == FRAME_SHAPE
+    assert not np.array_equal(frames[0], frames[-1])  # the picture follows the stream
+    assert len({frame.tobytes() for frame in frames}) > 1
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_human_prints_the_ansi_lines_to_stdout(env_id, capsys):
+    human = gym.make(env_id, **_render_kwargs(env_id), render_mode="human")
+    ansi = gym.make(env_id, **_render_kwargs(env_id), render_mode="ansi")
+    human.reset(seed=0)
+    ansi.reset(seed=0)
+    capsys.readouterr()
+    lines = []
+    for _ in range(3):
+        action = human.action_space.sample()
+        human.step(action)
+        assert human.render() is None
+        ansi.step(action)
+        lines.append(ansi.render())
+    assert capsys.readouterr().out == "".join(lines) and "".join(lines).strip()
+    human.close()
+    ansi.close()
+
+
+@pytest.mark.parametrize("env_id", ["TEPA/RegimeDrift-v0", "TEPA/FactConsolidation-v0"])
+def test_render_collection_gathers_rgb_frames(env_id):
+    env = gym.make(env_id, **_render_kwargs(env_id), render_mode="rgb_array_list")
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    frames = env.render()
+    assert len(frames) == 2 and all(f.dtype == np.uint8 and f.ndim == 3 for f in frames)
+    env.close()
+
+
+def test_record_video_records_an_episode(tmp_path):
+    pytest.importorskip("moviepy", reason="RecordVideo needs moviepy (pip install 'gymnasium[other]')")
+    from gymnasium.wrappers import RecordVideo
+
+    env = RecordVideo(gym.make("TEPA/RegimeDrift-v0", phase_lengths=(3, 3, 3, 3), render_mode="rgb_array"),
+                      str(tmp_path), episode_trigger=lambda episode: True, disable_logger=True)
+    env.reset(seed=0)
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, _ = env.step(env.action_space.sample())
+    env.close()
+    assert list(tmp_path.glob("*.mp4"))

@@ -14,6 +14,7 @@ from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.core import Record, check_positive_int
 from tepa_envs.core.contracts import ValueActions
+from tepa_envs.core.step_info import evidence_of
 
 MEMORY_ENTRIES = ("memory_value", "memory_validity", "memory_support", "memory_conflict")
 
@@ -33,6 +34,11 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
       validity ``(support + 1) / (support + conflict + 2)``; 0 when nothing is shown;
     * ``"memory_support"``, ``"memory_conflict"``: ``Box(0, 1, (1,))``, the
       record's counts scaled as ``log1p(min(count, count_cap)) / log1p(count_cap)``.
+
+    The evidence is read from either ``info`` schema: the rich list, or, with an
+    environment made with ``info_schema="fixed"``, the environment's
+    ``last_evidence``. For a flat ``Box(float32)`` of all of this, wrap it in
+    :class:`~tepa_envs.wrappers.FlatObservation`.
 
     The memory is reset with the environment and its hooks
     (:class:`~tepa_envs.agents.memories.MemoryHooks`) are called as
@@ -115,7 +121,10 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
 
     def step(self, action: Any):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        write_step(self._memory, info)
+        if isinstance(info.get("evidence", ()), (list, tuple)):
+            write_step(self._memory, info)
+        else:  # the fixed schema: the evidence list from the environment
+            write_step(self._memory, {**info, "evidence": evidence_of(info, self.env)})
         return self._augment(observation, info), reward, terminated, truncated, info
 
     # ---------------------------------------------------------------- helpers

@@ -1,8 +1,21 @@
-"""Evaluation: the methods x seeds harness, statistics, settings, reports and ``tepa-bench``."""
+"""Evaluation: the methods x seeds engine, statistics, settings, reports and ``tepa-bench``.
 
-from tepa_envs.agents.evaluation.harness import Evaluation, evaluate, summarize
-from tepa_envs.agents.evaluation.results import SCHEMA_VERSION, Comparison, MethodSummary, PhaseEstimate, Summary
-from tepa_envs.agents.evaluation.settings import ENV_SETTINGS, EnvSettings, settings_for
+Five rooms, each importing only the rooms before it (``tests/agents/evaluation/test_rooms.py``):
+
+* :mod:`~tepa_envs.agents.evaluation.analysis`: statistics, drift metrics, typed results,
+  summaries, the settings table and the paper's numbers;
+* :mod:`~tepa_envs.agents.evaluation.engine`: typed jobs, the job runner on the one episode
+  loop, the executor (pool, backends), sweep specs and the results store;
+* :mod:`~tepa_envs.agents.evaluation.outputs`: tables, report files, manifests, plots, README blocks;
+* :mod:`~tepa_envs.agents.evaluation.studies`: the protocol, ``reproduce``, the suite, FactConsolidation;
+* :mod:`~tepa_envs.agents.evaluation.cli`: ``tepa-bench``.
+"""
+
+from tepa_envs.agents.evaluation.analysis.evaluation import Evaluation
+from tepa_envs.agents.evaluation.analysis.results import SCHEMA_VERSION, Comparison, MethodSummary, PhaseEstimate, Summary
+from tepa_envs.agents.evaluation.analysis.settings import ENV_SETTINGS, EnvSettings, settings_for
+from tepa_envs.agents.evaluation.analysis.summary import summarize
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
 
 __all__ = ["ENV_SETTINGS", "SCHEMA_VERSION", "Comparison", "EnvSettings", "Evaluation", "MethodSummary",
            "PhaseEstimate", "Summary", "evaluate", "settings_for", "summarize"]

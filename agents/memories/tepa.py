@@ -307,7 +307,7 @@ class TEPA(MemoryBase):
       candidate's recorded outcomes.
     * ``revoke_check`` ``"after_conflict"`` [``"after_every_update"``]:
       revocation is checked only after a conflict; or also after a support
-      and at proposal.
+      and at proposal; ``"after_support"``: also after a support, not at proposal.
     * ``tie_break`` ``"recently_updated"`` [``"first_created"``]: among
       retrieved precedents of equal validity, most recently updated first;
       oldest first; ``"last_created"``: newest first.
@@ -373,7 +373,8 @@ class TEPA(MemoryBase):
         self._window_conflicts = choices.window_outcomes == "support_and_conflict"
         self._window_assertions = choices.assertions_in_window
         self._seed_from_history = choices.window_seed == "candidate_history"
-        self._check_after_support = choices.revoke_check == "after_every_update"
+        self._check_after_support = choices.revoke_check in ("after_every_update", "after_support")
+        self._check_at_proposal = choices.revoke_check == "after_every_update"
         self._consecutive = choices.candidate_counting == "consecutive"
         self._discard_failed = choices.failed_candidate == "discard"
         # The fast paths inline the lifecycle methods; a subclass overriding any of them gets the
@@ -605,12 +606,14 @@ class TEPA(MemoryBase):
                 precedent.recent_bits, precedent.recent_n = candidate.recent_bits, candidate.recent_n
             elif in_window:
                 precedent.push_outcome(True, self.n_rec)
+            check = self._check_at_proposal
         else:
             precedent.support += 1
             precedent.updated = t
             if in_window:
                 precedent.push_outcome(True, self.n_rec)
-        if self._check_after_support:
+            check = self._check_after_support
+        if check:
             self._check_revocation(live, precedent, t)
             if precedent.state is REVOKED:
                 return

@@ -28,7 +28,7 @@ CHOICE_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "window_outcomes": ("own_uses", "support_and_conflict"),
     "failed_candidate": ("discard", "count", "ignore"),
     "window_seed": ("proposing_outcome", "candidate_history"),
-    "revoke_check": ("after_conflict", "after_every_update"),
+    "revoke_check": ("after_conflict", "after_every_update", "after_support"),
     "tie_break": ("recently_updated", "first_created", "last_created"),
     "candidate_counting": ("cumulative", "consecutive"),
 })
@@ -48,6 +48,12 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     }),
 })
 PRESET_NAMES: tuple[str, ...] = tuple(PRESETS)
+
+#: Choices the paper leaves open where more than one reading is equally literal: the
+#: ``"paper"`` preset takes the first; a report of the paper's rules gives the range over all.
+PAPER_LITERAL_READINGS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
+    "revoke_check": ("after_every_update", "after_support", "after_conflict"),
+})
 
 #: Why the ``"paper"`` preset reads each choice the way it does.
 PAPER_READINGS: Mapping[str, str] = MappingProxyType({
@@ -111,6 +117,10 @@ class TEPAChoices:
       precedent gains a conflict. ``"after_every_update"``: also after a support
       and at proposal (a support can fill the window or reach ``n_min``
       observations while the rates are still below threshold).
+      ``"after_support"``: after a conflict and after a support of an existing
+      precedent, but not in the step a value is proposed. The paper is silent on
+      the proposal step, so all three are literal readings of it
+      (:data:`PAPER_LITERAL_READINGS`).
     * ``tie_break`` (v0 ``"recently_updated"``, paper ``"first_created"``):
       order of retrieved precedents of equal validity: most recently updated
       first; oldest first; newest first.

@@ -22,13 +22,18 @@ class TEPAFull(TEPA):
     Args:
         pass_ratio: fraction of trials that must pass (paper: 0.6).
         retry_after: supports between two trial rounds of the same hypothesis.
+        contamination: what a failed contamination check means:
+            ``"blame_unrelated"`` (default: the unrelated precedent is revoked and the
+            check leaves the candidate's ratio) or ``"count"`` (the paper read
+            literally: one failed trial of the candidate; nothing is revoked).
         **kwargs: TEPA's thresholds.
     """
 
     name = "tepa-full"
 
-    def __init__(self, *, pass_ratio: float = 0.6, retry_after: int = 3, **kwargs: object) -> None:
-        self.gate = TrialGate(pass_ratio=pass_ratio)
+    def __init__(self, *, pass_ratio: float = 0.6, retry_after: int = 3, contamination: str = "blame_unrelated",
+                 **kwargs: object) -> None:
+        self.gate = TrialGate(pass_ratio=pass_ratio, contamination=contamination)
         self.retry_after = check_positive_int("retry_after", retry_after)
         super().__init__(**kwargs)  # type: ignore[arg-type]
 

@@ -10,11 +10,19 @@ callback:
   memory around the change is sound (passes when it succeeds).
 
 The candidate is promoted when its support trial passes and at least
-``pass_ratio`` of the trials judged pass. A failed contamination check is
-evidence against the *unrelated* memory, not against the candidate: it is
-reported (so the memory can revoke that stale value) and left out of the
-candidate's ratio. Trials whose subject does not exist (no incumbent, no
-unrelated key) are not run and not counted.
+``pass_ratio`` of the trials judged pass. What a failed contamination check
+means is a named choice (``contamination``), since the paper only says "promote
+if >= 60 % pass":
+
+* ``"blame_unrelated"`` (default, what every reported number used): it is
+  evidence against the *unrelated* memory, not against the candidate: it is
+  reported (so the memory can revoke that stale value) and left out of the
+  candidate's ratio;
+* ``"count"`` (the paper read literally): it is one failed trial of the
+  candidate's three, counted in its ratio, and blames nothing else.
+
+Trials whose subject does not exist (no incumbent, no unrelated key) are not run
+and not counted.
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tepa_envs.core import TRIAL_KINDS, TrialFn, check_probability
+from tepa_envs.core import TRIAL_KINDS, TrialFn, check_choice, check_probability
+
+CONTAMINATION_READINGS: tuple[str, ...] = ("blame_unrelated", "count")
+"""What a failed contamination check means (see the module docstring); the first is the default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +48,9 @@ class TrialOutcome:
 class TrialGate:
     """Runs the trials, judges the candidate, and counts the budget spent per kind."""
 
-    def __init__(self, *, pass_ratio: float = 0.6) -> None:
+    def __init__(self, *, pass_ratio: float = 0.6, contamination: str = "blame_unrelated") -> None:
         self.pass_ratio = check_probability("pass_ratio", pass_ratio)
+        self.contamination = check_choice("contamination", contamination, CONTAMINATION_READINGS)
         self.spent: Counter[str] = Counter()
 
     @property
@@ -59,7 +71,10 @@ class TrialGate:
         unrelated_failed: bool | None = None
         if unrelated is not None:
             unrelated_failed = not self._run(trial, "contamination", *unrelated)
-            if not unrelated_failed:
+            if self.contamination == "count":
+                judged.append(not unrelated_failed)
+                unrelated_failed = None  # counted against the candidate, blamed on nothing else
+            elif not unrelated_failed:
                 judged.append(True)
         passed = support_ok and sum(judged) / len(judged) >= self.pass_ratio
         return TrialOutcome(passed, incumbent_failed, unrelated_failed)

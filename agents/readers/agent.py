@@ -1,9 +1,15 @@
-"""MemoryAgent and the one episode loop every environment and the harness use."""
+"""MemoryAgent and the one episode loop every environment and the evaluation use.
+
+:func:`run_episode` is the loop; :class:`EpisodeObserver` subscribers watch it
+(its reset, every retrieval the agent's reading makes, every step, its end)
+without changing a decision: the drift metrics and the FactConsolidation
+provenance are recorded this way, with no wrapper and no patched memory.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import gymnasium as gym
 import numpy as np
@@ -14,8 +20,28 @@ from tepa_envs.error import ResetNeeded
 from tepa_envs.agents.memories.protocol import Memory, hooks_of
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
-from tepa_envs.agents.readers.reading import READINGS
+from tepa_envs.agents.readers.questions import QuestionReading
+from tepa_envs.agents.readers.reading import READINGS, ReadingState
 from tepa_envs.agents.readers.task_access import TaskAccess, task_access
+
+
+class EpisodeObserver:
+    """Watches one :func:`run_episode` (in the style of Stable-Baselines3's ``BaseCallback``:
+    every hook is a no-op until overridden). An observer must not change a decision:
+    it only reads what it is shown."""
+
+    def on_reset(self, env: gym.Env, agent: MemoryAgent, info: Mapping[str, Any]) -> None:
+        """The environment and the agent were reset; ``info`` presents the first task."""
+
+    def on_retrieve(self, key: str, context: str, records: list[Any]) -> None:
+        """The agent's reading retrieved ``key`` (with ``context``): exactly the records the memory returned."""
+
+    def on_step(self, info_before: Mapping[str, Any], action: Any, info_after: Mapping[str, Any]) -> None:
+        """One environment step: the task's ``info``, the action sent and the step's ``info``
+        (called before the agent learns from the step)."""
+
+    def on_episode_end(self, result: EpisodeResult) -> None:
+        """The episode ended with ``result``."""
 
 
 class MemoryAgent:
@@ -43,7 +69,10 @@ class MemoryAgent:
             bind_memory(self.memory)
         self.reading = reading
         self._read = READINGS[reading]
+        self._reading_state = ReadingState()
         self._task: TaskAccess | None = None
+        self.observers: tuple[EpisodeObserver, ...] = ()
+        """Told of every retrieval (:meth:`retrieve`); :func:`run_episode` sets them for its episode."""
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         """Prepare for a new episode of ``env`` (reset the memory and the reader,
@@ -60,12 +89,29 @@ class MemoryAgent:
         begin_task = getattr(self.reader, "begin_task", None)  # optional: readers that read the task's text
         if begin_task is not None:
             begin_task(info)
-        return self._task.to_action(self._read(self.memory, self.reader, self._task, info))
+        self._reading_state.last = None
+        return self._task.to_action(self._read(self.retrieve, self.reader, self._task, info, self._reading_state))
+
+    def retrieve(self, key: str, context: str = "") -> list[Any]:
+        """The memory's records for ``key``, as its reading asks for them; every observer
+        is told of the retrieval with exactly these records."""
+        records = self.memory.retrieve(key, context)
+        for observer in self.observers:
+            observer.on_retrieve(key, context, records)
+        return records
+
+    @property
+    def last_reading(self) -> QuestionReading | None:
+        """How the task the agent last decided was answered (anchor, hops: the keys looked up
+        and the values the memory returned), for the ``chain`` and ``question`` readings;
+        ``None`` for a ``direct`` reading and after a step the agent did not decide."""
+        return self._reading_state.last
 
     def pass_action(self) -> Any:
         """The action of a step that asks for no decision (the empty value)."""
         if self._task is None:
             raise ResetNeeded("call MemoryAgent.reset(env, seed) before pass_action()")
+        self._reading_state.last = None
         return self._task.to_action("")
 
     def learn(self, info: Mapping[str, Any]) -> None:
@@ -100,30 +146,46 @@ class EpisodeResult:
 
 
 def run_episode(env: gym.Env, agent: MemoryAgent, seed: int, *,
-                decide_phases: tuple[int, ...] | None = None) -> EpisodeResult:
+                decide_phases: tuple[int, ...] | None = None,
+                observers: Iterable[EpisodeObserver] = ()) -> EpisodeResult:
     """Run one episode of ``agent`` on ``env`` from ``seed``.
 
     The agent decides on every step whose oracle phase is in ``decide_phases``
     (``None``: every step) and sends :meth:`MemoryAgent.pass_action` otherwise;
     it learns from every step. Scored are the steps whose ``info`` reports
-    ``success``, each with the phase and key of its task.
+    ``success``, each with the phase and key of its task. ``observers``
+    (:class:`EpisodeObserver`) watch the episode: its reset, every retrieval, every
+    step and its end.
     """
+    observers = tuple(observers)
     _, info = env.reset(seed=seed)
     agent.reset(env, seed)
-    successes: list[bool] = []
-    phases: list[int] = []
-    keys: list[str] = []
-    terminated = truncated = False
-    while not (terminated or truncated):
-        phase = int(info.get("oracle", {}).get("phase", 0))
-        key = info["key"]
-        decide = decide_phases is None or phase in decide_phases
-        action = agent.act(info) if decide else agent.pass_action()
-        _, _, terminated, truncated, info = env.step(action)
-        if "success" in info:
-            successes.append(bool(info["success"]))
-            phases.append(phase)
-            keys.append(key)
-        agent.learn(info)
-    return EpisodeResult(np.array(successes, dtype=bool), np.array(phases, dtype=np.int64), keys,
-                         agent.trials_spent())
+    outside, agent.observers = agent.observers, observers
+    try:
+        for observer in observers:
+            observer.on_reset(env, agent, info)
+        successes: list[bool] = []
+        phases: list[int] = []
+        keys: list[str] = []
+        terminated = truncated = False
+        while not (terminated or truncated):
+            phase = int(info.get("oracle", {}).get("phase", 0))
+            key = info["key"]
+            decide = decide_phases is None or phase in decide_phases
+            action = agent.act(info) if decide else agent.pass_action()
+            _, _, terminated, truncated, after = env.step(action)
+            for observer in observers:
+                observer.on_step(info, action, after)
+            if "success" in after:
+                successes.append(bool(after["success"]))
+                phases.append(phase)
+                keys.append(key)
+            agent.learn(after)
+            info = after
+        result = EpisodeResult(np.array(successes, dtype=bool), np.array(phases, dtype=np.int64), keys,
+                               agent.trials_spent())
+        for observer in observers:
+            observer.on_episode_end(result)
+    finally:
+        agent.observers = outside
+    return result

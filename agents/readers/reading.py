@@ -14,47 +14,76 @@
   ``known_keys()`` member (the keys of the ``info["evidence"]`` it streamed;
   what a reader that kept the keys it was shown would know). The chain's last
   records go to the reader, which states one value. A keyed question is read
-  as :func:`read_chain` reads it. :func:`last_reading` tells which facts the
-  last answer used (its provenance).
+  as :func:`read_chain` reads it.
+
+Every reading retrieves through the ``retrieve(key, context)`` it is given (the
+agent's :meth:`~tepa_envs.agents.readers.agent.MemoryAgent.retrieve`, which tells
+the episode's observers what the memory returned), never the memory itself, and
+keeps what it must remember between tasks in the agent's :class:`ReadingState`:
+which facts the last answer used (its provenance, :class:`QuestionReading`) and
+the index of the known keys.
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable, Mapping
 
-from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
 from tepa_envs.agents.readers.task_access import TaskAccess
 from tepa_envs.agents.readers.questions import FactIndex, Hop, QuestionReading, answer_question
 
-Reading = Callable[[Memory, EvidenceReader, TaskAccess, Mapping[str, Any]], str]
+Retrieve = Callable[[str, str], list[Any]]
+"""``retrieve(key, context) -> records``: the memory's records for a key, through the agent."""
 
 
-def read_direct(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any]) -> str:
+class ReadingState:
+    """What one agent's reading keeps between tasks."""
+
+    def __init__(self) -> None:
+        self.last: QuestionReading | None = None
+        """How the task the agent last decided was answered (anchor, hops: the keys looked up
+        and the values the memory returned), when its reading records one (``chain``,
+        ``question``); ``None`` before any, and after a step the agent did not decide."""
+        self._index: tuple[tuple[str, ...], FactIndex] | None = None
+
+    def index_of(self, keys: tuple[str, ...]) -> FactIndex:
+        """The index of ``keys`` (the last one is kept: keys only grow within an episode)."""
+        if self._index is not None and self._index[0] == keys:
+            return self._index[1]
+        index = FactIndex(keys)
+        self._index = (keys, index)
+        return index
+
+
+Reading = Callable[[Retrieve, EvidenceReader, TaskAccess, Mapping[str, Any], ReadingState], str]
+
+
+def read_direct(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any],
+                state: ReadingState) -> str:
     key, context = info["key"], info.get("context", "")
-    return reader.choose(memory.retrieve(key, context), task.choices(key), task.stated_value(key, context))
+    return reader.choose(retrieve(key, context), task.choices(key), task.stated_value(key, context))
 
 
-def read_chain(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any]) -> str:
+def read_chain(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any],
+               state: ReadingState) -> str:
     key, context = info["key"], info.get("context", "")
     relations = list(info.get("chain") or ())
     if not relations:
-        records = memory.retrieve(key, context)
+        records = retrieve(key, context)
         answer = reader.choose(records, task.choices(key))
-        _remember(memory, QuestionReading(answer, (_hop(key, answer, records),), key.partition("|")[0]))
+        state.last = QuestionReading(answer, (_hop(key, answer, records),), key.partition("|")[0])
         return answer
     subject, _, relation = key.partition("|")
     anchor, answer, hops = subject, "", []
     for rel in [relation, *relations]:
         hop_key = f"{subject}|{rel}"
-        records = memory.retrieve(hop_key, context)
+        records = retrieve(hop_key, context)
         answer = reader.choose(records, ())
         hops.append(_hop(hop_key, answer, records))
         if not answer:
             break
         subject = answer
-    _remember(memory, QuestionReading(answer, tuple(hops), anchor))
+    state.last = QuestionReading(answer, tuple(hops), anchor)
     return answer
 
 
@@ -72,51 +101,23 @@ def _known_keys(task: TaskAccess) -> tuple[str, ...]:
     return tuple(member())
 
 
-_LAST: "weakref.WeakKeyDictionary[Any, QuestionReading]" = weakref.WeakKeyDictionary()
-_INDEX: list[tuple[tuple[str, ...], FactIndex]] = []
-
-
-def _index_of(keys: tuple[str, ...]) -> FactIndex:
-    """The index of ``keys`` (the last one is kept: keys only grow within an episode)."""
-    if _INDEX and _INDEX[0][0] == keys:
-        return _INDEX[0][1]
-    index = FactIndex(keys)
-    _INDEX[:] = [(keys, index)]
-    return index
-
-
-def last_reading(memory: Memory) -> QuestionReading | None:
-    """How the last unkeyed question read with ``memory`` was answered (anchor, hops:
-    the keys looked up and the values the memory returned), or ``None``."""
-    try:
-        return _LAST.get(memory)
-    except TypeError:
-        return None
-
-
-def read_question(memory: Memory, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any]) -> str:
+def read_question(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any],
+                  state: ReadingState) -> str:
     if info["key"]:
-        return read_chain(memory, reader, task, info)
+        return read_chain(retrieve, reader, task, info, state)
     context = info.get("context", "")
     shown: dict[str, list[Any]] = {}
 
-    def retrieve(key: str) -> list[Any]:  # one retrieval per key and question
+    def retrieve_once(key: str) -> list[Any]:  # one retrieval per key and question
         if key not in shown:
-            shown[key] = memory.retrieve(key, context)
+            shown[key] = retrieve(key, context)
         return shown[key]
 
-    reading = answer_question(context, _index_of(_known_keys(task)), retrieve) if context else QuestionReading(
-        "", failure="no question")
-    _remember(memory, reading)
-    records = retrieve(reading.hops[-1].key) if reading.hops else []
+    reading = answer_question(context, state.index_of(_known_keys(task)), retrieve_once) if context else \
+        QuestionReading("", failure="no question")
+    state.last = reading
+    records = retrieve_once(reading.hops[-1].key) if reading.hops else []
     return reader.choose(records, ())
-
-
-def _remember(memory: Memory, reading: QuestionReading) -> None:
-    try:
-        _LAST[memory] = reading
-    except TypeError:  # a memory object that cannot be weakly referenced: no provenance
-        pass
 
 
 READINGS: dict[str, Reading] = {"direct": read_direct, "chain": read_chain, "question": read_question}

@@ -2,7 +2,47 @@
 
 Every single-agent environment, each agent of the PettingZoo environment and
 (batched) the native vector environment build their ``info`` here, so the
-contract is written once:
+contract is written once. Each registered environment takes ``info_schema``
+(:data:`INFO_SCHEMAS`), one of two views of the same step:
+
+``info_schema="fixed"``: one schema for every step (:func:`fixed_step_info`).
+The same keys at ``reset()``, at every step and at the terminal step, each
+with a value of fixed type (and shape), a sentinel where it does not apply,
+never ``None`` and never a missing key, so libraries that stack or record infos
+(Minari's ``DataCollector(record_infos=True)``, Tianshou's buffers, TorchRL)
+take them as they are:
+
+========================  ========  ==============================================
+key                       type      value (sentinel)
+========================  ========  ==============================================
+``key``                   str       conflict key of the task now presented (``""``)
+``context``               str       text a language agent is shown for it (``""``)
+``t``                     int       index of the task now presented
+``scored``                bool      whether this step was scored (``False`` at reset)
+``success``               bool      the scored step's outcome (``False`` unless scored)
+``message``               str       what the executor/user/checker said (``""``)
+``evidence``              dict      the step's evidence, fixed fields (below)
+``oracle``                dict      ground truth of the task now presented (below)
+========================  ========  ==============================================
+
+``evidence`` = ``{"count": int, "key": str, "value": str, "t": int, "outcome": int,
+"source": str}``: how many :class:`~tepa_envs.core.Evidence` the step revealed and
+the first of them (``outcome`` 1 / 0 for a success / failure, -1 for an asserted
+observation; sentinels ``0, "", "", -1, -1, ""`` when the step revealed none).
+``oracle`` = ``{"phase": int, "phase_name": str, "phase_changed": bool, "correct": str}``
+(sentinel :data:`NO_ORACLE`, ``phase = -1``, once no task is presented: the
+terminal step). Environments add fixed keys of their own (documented on each:
+``forfeited`` on the task streams; ``answer``, ``qa_pair_id``, ``chain`` on
+FactConsolidation).
+
+``info_schema="rich"`` (the default, what the agent loop of
+:mod:`tepa_envs.agents` reads today): the variable view below, where
+``evidence`` is the list of :class:`~tepa_envs.core.Evidence` objects and a key
+is present only where it applies (``"success" in info`` tells a scored step).
+Whatever the schema, the step's full evidence list is also
+``env.unwrapped.last_evidence`` (:func:`evidence_of` reads either view).
+
+The rich view:
 
 * ``key``: the conflict key of the task now presented (``""`` when none);
 * ``context``: the text a language agent is shown for it;
@@ -18,11 +58,23 @@ Environments add documented keys of their own (``message``, ``chain``, ...).
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypedDict
+from typing import Any, Mapping, Sequence, TypedDict
 
 import numpy as np
 
+from tepa_envs.core.checks import check_choice, check_str
 from tepa_envs.core.types import Evidence
+
+INFO_SCHEMAS = ("rich", "fixed")
+"""Values of an environment's ``info_schema`` argument (see the module docstring)."""
+DEFAULT_INFO_SCHEMA = "rich"
+"""The schema an environment uses unless told otherwise: ``"rich"`` while the agent loop
+(:func:`tepa_envs.agents.run_episode`) reads ``info["evidence"]`` as a list and
+``"success" in info`` as "scored"."""
+FIXED_INFO_KEYS = ("key", "context", "t", "scored", "success", "message", "evidence", "oracle")
+"""The keys every ``info_schema="fixed"`` info has, in this order (environments add their own after)."""
+EVIDENCE_FIELDS = ("count", "key", "value", "t", "outcome", "source")
+ORACLE_FIELDS = ("phase", "phase_name", "phase_changed", "correct")
 
 
 class OracleInfo(TypedDict, total=False):
@@ -58,6 +110,56 @@ def step_info(*, key: str, context: str, evidence: Sequence[Evidence], t: int, s
     if oracle is not None:
         info["oracle"] = oracle
     return info  # type: ignore[return-value]
+
+
+def check_info_schema(info_schema: object) -> str:
+    """``"rich"`` or ``"fixed"`` (``TypeError`` for a non-str, ``ValueError`` otherwise)."""
+    return check_choice("info_schema", check_str("info_schema", info_schema), INFO_SCHEMAS)
+
+
+NO_ORACLE: OracleInfo = {"phase": -1, "phase_name": "", "phase_changed": False, "correct": ""}
+"""The fixed schema's ``oracle`` once no task is presented (the terminal step)."""
+
+
+def evidence_fields(evidence: Sequence[Evidence]) -> dict[str, Any]:
+    """The fixed-shape ``evidence`` entry: the count and the first evidence's fields."""
+    if not evidence:
+        return {"count": 0, "key": "", "value": "", "t": -1, "outcome": -1, "source": ""}
+    first = evidence[0]
+    return {"count": len(evidence), "key": first.key, "value": first.value, "t": int(first.t),
+            "outcome": -1 if first.outcome is None else int(first.outcome), "source": first.source}
+
+
+def fixed_step_info(*, key: str, context: str, evidence: Sequence[Evidence], t: int, success: bool | None = None,
+                    message: str = "", oracle: OracleInfo | None = None, **extra: Any) -> dict[str, Any]:
+    """A fresh ``info`` of the fixed schema (module docstring): every key always, sentinels
+    where a value does not apply. ``success=None`` marks a step that was not scored (and
+    reset). ``extra`` are an environment's own fixed keys, each always given, added last."""
+    oracle = NO_ORACLE if oracle is None else oracle
+    info: dict[str, Any] = {
+        "key": str(key), "context": str(context), "t": int(t), "scored": success is not None,
+        "success": bool(success), "message": str(message), "evidence": evidence_fields(evidence),
+        "oracle": {"phase": int(oracle["phase"]), "phase_name": str(oracle["phase_name"]),
+                   "phase_changed": bool(oracle["phase_changed"]), "correct": str(oracle["correct"])},
+    }
+    info.update(extra)
+    return info
+
+
+def evidence_of(info: Mapping[str, Any], env: Any = None) -> tuple[Evidence, ...]:
+    """The step's evidence as :class:`~tepa_envs.core.Evidence` objects, whatever the schema:
+    ``info["evidence"]`` when it is the rich list, else ``env``'s ``last_evidence``
+    (``env`` is needed for a fixed-schema info with evidence; ``ValueError`` without it)."""
+    evidence = info.get("evidence", ())
+    if isinstance(evidence, (list, tuple)):
+        return tuple(evidence)
+    if not evidence or not evidence.get("count"):
+        return ()
+    if env is None:
+        raise ValueError("a fixed-schema info carries the evidence as fields: pass the environment "
+                         "to read its last_evidence")
+    getter = getattr(env, "get_wrapper_attr", None)
+    return tuple(getter("last_evidence") if getter is not None else env.last_evidence)
 
 
 def batched_step_info(rows: np.ndarray, *, key: np.ndarray, t: np.ndarray, success: np.ndarray | None,

@@ -17,13 +17,27 @@ its action: the task fails (reward 0, ``info["success"]`` False), reveals no
 evidence (the observation's previous-step fields keep describing the last
 executed task), and the stream moves on. In ``"task"`` mode every step's
 ``info`` has ``forfeited`` (``True`` on a forfeited task); in ``"free"`` mode the
-key is absent, so ``info`` is exactly as before. Stream length, seeds and the
-hidden world do not depend on the mode.
+key is absent, so ``info`` is exactly as before (with ``info_schema="fixed"``
+``forfeited`` is always present, ``False`` in ``"free"`` mode). Stream length,
+seeds and the hidden world do not depend on the mode.
+
+``info_schema`` (:data:`~tepa_envs.core.step_info.INFO_SCHEMAS`) picks the view of
+``info``: ``"rich"`` (default) or ``"fixed"``, one schema at reset and every step
+(:mod:`tepa_envs.core.step_info`); :attr:`TaskStreamEnv.last_evidence` is the
+step's evidence list in both.
+
+Render modes (:data:`RENDER_MODES`): ``"ansi"`` returns the last step as one line
+of text; ``"human"`` prints that line to stdout at every step (and a header at
+reset), as Gymnasium's environments render in ``step``, and ``render()`` returns
+``None``; ``"rgb_array"`` returns a picture of the stream
+(:func:`~tepa_envs.core.render.draw_frame`, shape
+:data:`~tepa_envs.core.render.FRAME_SHAPE`, ``uint8``).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import sys
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
 
@@ -34,7 +48,9 @@ from tepa_envs.core.checks import check_choice, check_int, check_str, check_tria
 from tepa_envs.core.contracts import ValueActions
 from tepa_envs.core.drift import DriftSchedule
 from tepa_envs.core.schedule import PhaseSchedule
-from tepa_envs.core.step_info import StepInfo, oracle_info, step_info
+from tepa_envs.core.render import RECENT, Frame, draw_frame
+from tepa_envs.core.step_info import (DEFAULT_INFO_SCHEMA, StepInfo, check_info_schema, fixed_step_info,
+                                      oracle_info, step_info)
 from tepa_envs.core.types import Evidence
 from tepa_envs.error import ResetNeeded
 
@@ -42,16 +58,20 @@ TRIAL_COSTS = ("free", "task")
 """Values of ``trial_cost``: trials cost nothing, or each one forfeits a task of the stream."""
 
 FORFEIT_MESSAGE = "forfeited: this task was spent on a held-out trial"
+RENDER_MODES = ["ansi", "human", "rgb_array"]
+"""The render modes every environment draws (``metadata["render_modes"]``)."""
+RENDER_FPS = 4
 
 
 def check_render_mode(render_mode: object) -> str | None:
     """``None`` or a str (``TypeError`` otherwise).
 
-    As in Gymnasium's own environments, a mode outside ``metadata["render_modes"]``
-    is accepted: ``gym.make`` warns about it, and ``render()`` warns and returns
-    ``None`` (:func:`warn_render_unsupported`). Libraries that ask for a mode by
-    default can therefore build every environment, e.g. Stable-Baselines3's
-    ``make_vec_env``, which passes ``render_mode="rgb_array"``.
+    Every environment draws :data:`RENDER_MODES` (``"ansi"``, ``"human"``,
+    ``"rgb_array"``). As in Gymnasium's own environments, another mode is
+    accepted by the constructor: ``gym.make`` warns about it, and the
+    environment's ``render()`` warns and returns ``None``
+    (:func:`warn_render_unsupported`; through ``gym.make``, Gymnasium's
+    ``PassiveEnvChecker`` refuses the first ``render()`` instead).
     """
     return None if render_mode is None else check_str("render_mode", render_mode)
 
@@ -113,17 +133,20 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     The action picks one of :attr:`values` by index. Language agents use
     :meth:`choices` and :meth:`to_action` to turn a chosen value into an action.
-    ``render_mode="ansi"`` renders the last step as text; any other mode is accepted,
-    as in Gymnasium, and :meth:`render` then warns and returns ``None``.
+    ``render_mode`` is one of :data:`RENDER_MODES` (module docstring); any other
+    mode is accepted, as in Gymnasium, and :meth:`render` then warns and returns
+    ``None``. ``info_schema`` is ``"rich"`` or ``"fixed"`` (module docstring).
     ``reset(options=...)`` takes no options (``ValueError`` naming unknown keys).
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": RENDER_MODES, "render_fps": RENDER_FPS}
     offers_trials = True
 
     def __init__(self, phase_lengths: Sequence[int] | DriftSchedule, values: Sequence[str],
-                 render_mode: str | None = None, *, trial_cost: str = "free") -> None:
+                 render_mode: str | None = None, *, trial_cost: str = "free",
+                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
         self.render_mode = check_render_mode(render_mode)
+        self.info_schema = check_info_schema(info_schema)
         self.trial_cost = check_choice("trial_cost", check_str("trial_cost", trial_cost), TRIAL_COSTS)
         if isinstance(phase_lengths, DriftSchedule):  # its segments are the phases, with their names
             self.schedule = PhaseSchedule.of(phase_lengths)
@@ -137,6 +160,8 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         self._t = 0
         self._task: Task | None = None
         self._last_step: tuple[int, str, str, bool, str] | None = None
+        self._last_evidence: tuple[Evidence, ...] = ()
+        self._outcomes: deque[int] = deque(maxlen=RECENT)
 
     # ------------------------------------------------------------ subclass API
     def _build(self, rng: np.random.Generator) -> None:
@@ -165,7 +190,13 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         self._t = 0
         self._task = self._present(0)
         self._last_step = None
-        return self._observation(0, self._task), self._info(evidence=(), success=None)
+        self._last_evidence = ()
+        self._outcomes.clear()
+        observation, info = self._observation(0, self._task), self._info(evidence=(), success=None)
+        if self.render_mode == "human":
+            _print(f"{type(self).__name__}: {self.schedule.total} tasks in {len(self.schedule.names)} phases "
+                   f"({', '.join(self.schedule.names)})\n")
+        return observation, info
 
     def step(self, action: Any):
         if self._task is None:
@@ -181,6 +212,8 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         else:
             outcome = self._execute(self._t, self._task, value)
         self._last_step = (self._t, self._task.key, value, outcome.success, outcome.message)
+        self._last_evidence = tuple(outcome.evidence)
+        self._outcomes.append(-1 if forfeited else int(outcome.success))
         self._t += 1
         terminated = self._t >= self.schedule.total
         self._task = None if terminated else self._present(self._t)
@@ -189,6 +222,8 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
                           message=outcome.message, forfeited=forfeited)
         if terminated:
             self._task = Task("", "", "")
+        if self.render_mode == "human":
+            _print(self._ansi())
         return observation, float(outcome.success), terminated, False, info
 
     def _action_index(self, action: Any) -> int:
@@ -198,17 +233,35 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
             action = action.item()
         return check_int("action", action, low=0, high=len(self.values) - 1)
 
-    def render(self) -> str | None:
-        """The last step as one line of text (``render_mode="ansi"``); any other mode
-        warns and returns ``None``, as Gymnasium's environments do."""
-        if self.render_mode != "ansi":
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the last step as one line of text; ``"rgb_array"``: a picture of the
+        stream (:func:`~tepa_envs.core.render.draw_frame`); ``"human"``: ``None`` (the
+        lines are printed as the stream runs). Any other mode warns and returns ``None``,
+        as Gymnasium's environments do."""
+        if self.render_mode == "ansi":
+            return self._ansi()
+        if self.render_mode == "rgb_array":
+            return draw_frame(self._frame())
+        if self.render_mode != "human":
             warn_render_unsupported(self)
-            return None
+        return None
+
+    def _ansi(self) -> str:
         if self._last_step is None:
             return "\n"
         t, key, value, success, message = self._last_step
         return (f"t={t} [{self.schedule.name_of(t)}] {key}: {value} -> "
                 f"{'ok' if success else 'fail'} ({message})\n")
+
+    def _frame(self) -> Frame:
+        total, t = self.schedule.total, self._t
+        task = self._task
+        phase = self.schedule.name_of(min(t, total - 1)) if total else ""
+        spec = getattr(self, "spec", None)
+        name = spec.id if spec is not None else type(self).__name__
+        presented = f"[{task.key}] {task.context}" if task is not None and task.key else ""
+        return Frame(f"{name}  t={t}/{total}  phase: {phase}", presented, self._ansi(), tuple(self._outcomes),
+                     tuple(zip(self.schedule.names, self.schedule.lengths)), t, total)
 
     # -------------------------------------------------------- language agents
     def trial(self, kind: str, key: str, value: str) -> bool:
@@ -245,6 +298,12 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         """Index of the task currently presented."""
         return self._t
 
+    @property
+    def last_evidence(self) -> tuple[Evidence, ...]:
+        """The :class:`~tepa_envs.core.Evidence` the last step revealed (``()`` after reset
+        and on a forfeited task), whatever ``info_schema``."""
+        return self._last_evidence
+
     def _info(self, *, evidence: Sequence[Evidence], success: bool | None,
               message: str = "", forfeited: bool = False) -> StepInfo:
         task = self._task
@@ -252,8 +311,18 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         if task is not None and task.key:
             phase = self.schedule.phase_of(self._t)
             oracle = oracle_info(phase, self.schedule.names[phase], self.schedule.starts_phase(self._t), task.correct)
+        if self.info_schema == "fixed":
+            return fixed_step_info(key=task.key if task else "", context=task.context if task else "",  # type: ignore[return-value]
+                                   evidence=evidence, t=self._t, success=success, message=message, oracle=oracle,
+                                   forfeited=bool(forfeited))
         extra: dict[str, Any] = {} if success is None else {"message": message}
         if success is not None and self.trial_cost == "task":
             extra["forfeited"] = bool(forfeited)
         return step_info(key=task.key if task else "", context=task.context if task else "", evidence=evidence,
                          t=self._t, success=success, oracle=oracle, **extra)
+
+
+def _print(text: str) -> None:
+    """``render_mode="human"``: the text to stdout, flushed."""
+    sys.stdout.write(text)
+    sys.stdout.flush()

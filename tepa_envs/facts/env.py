@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -13,8 +14,11 @@ import numpy as np
 
 from tepa_envs.core import Evidence, check_positive_int, check_str
 from tepa_envs.core.contracts import TaskEnvDefaults
-from tepa_envs.core.step_info import OracleInfo, StepInfo, oracle_info, step_info
-from tepa_envs.core.stream import check_render_mode, check_reset_options, warn_render_unsupported
+from tepa_envs.core.render import RECENT, Frame, draw_frame
+from tepa_envs.core.step_info import (DEFAULT_INFO_SCHEMA, OracleInfo, StepInfo, check_info_schema, fixed_step_info,
+                                      oracle_info, step_info)
+from tepa_envs.core.stream import (RENDER_FPS, RENDER_MODES, _print, check_render_mode, check_reset_options,
+                                   warn_render_unsupported)
 from tepa_envs.error import ResetNeeded
 from tepa_envs.facts.data import check_length, check_split, generate_records
 from tepa_envs.facts.shaped import generate_shaped
@@ -178,6 +182,33 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     ``info["success"]`` and ``info["answer"]`` report the scoring. The oracle
     phases are ``memorize`` (0) and ``questions`` (1); ``oracle-reset`` is not
     meaningful here (it would clear the memory before the first question).
+    ``env.unwrapped.last_evidence`` is the last step's evidence list, whatever
+    ``info_schema``.
+
+    With ``info_schema="fixed"`` every ``info`` (reset, every step, the terminal
+    step) has the same keys with values of fixed type, sentinels where a value
+    does not apply (:mod:`tepa_envs.core.step_info`): ``key``, ``context`` (str),
+    ``t`` (int), ``scored`` (bool: a question step; ``False`` at reset and on
+    memorize steps), ``success`` (bool, ``False`` unless scored), ``message``
+    (str: the step as ``"ansi"`` renders it, ``""`` at reset), ``evidence``
+    (``{"count", "key", "value", "t", "outcome", "source"}``: how many facts the
+    chunk keyed and the first of them; ``0, "", "", -1, -1, ""`` when none),
+    ``oracle`` (``{"phase", "phase_name", "phase_changed", "correct"}``, without
+    the alias list; ``-1, "", False, ""`` at the terminal step), ``answer`` (str,
+    ``""`` unless scored), ``qa_pair_id`` (str, ``""`` on memorize steps) and
+    ``chain`` (str: the relations joined by ``","``, ``""`` when none). With
+    ``"rich"`` (default, what the agent loop reads) the keys are as above:
+    ``evidence`` the list, ``oracle["answers"]`` the aliases, ``chain`` a list,
+    ``success`` and ``answer`` only after a question, ``oracle`` only while a
+    step is presented.
+
+    ## Rendering
+
+    ``metadata["render_modes"]`` is ``["ansi", "human", "rgb_array"]``
+    (``render_fps`` 4): ``"ansi"`` returns the last step as a line of text,
+    ``"human"`` prints it to stdout at every step, ``"rgb_array"`` returns a
+    ``uint8`` picture of shape ``(256, 512, 3)`` (the step now presented, the
+    last one, the recent question outcomes and the memorize/questions timeline).
 
     ## Arguments
 
@@ -200,15 +231,19 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
       relations in fixed templates, every single-hop question about an
       overridden fact; the one ``extraction="templates"`` knows). Ignored with
       ``data_path``.
-    * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
-      Gymnasium, and :meth:`render` then warns and returns ``None``.
+    * ``render_mode``: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (see
+      "Rendering"); any other mode is accepted, as in Gymnasium, and :meth:`render`
+      then warns and returns ``None``.
+    * ``info_schema``: ``"rich"`` (default) or ``"fixed"``, see "Evidence and info".
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": RENDER_MODES, "render_fps": RENDER_FPS}
 
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
                  data_path: str | Path | None = None, render_mode: str | None = None,
-                 extraction: str = "induced", generator: str = "shaped") -> None:
+                 extraction: str = "induced", generator: str = "shaped",
+                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
+        self.info_schema = check_info_schema(info_schema)
         self.split = check_split(split)
         self.length = check_length(length)
         self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
@@ -229,6 +264,8 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         self._known: tuple[int, tuple[str, ...]] = (-1, ())
         self._t = 0
         self._last_line = ""
+        self._last_evidence: tuple[Evidence, ...] = ()
+        self._outcomes: deque[int] = deque(maxlen=RECENT)
 
     # --------------------------------------------------------------- gymnasium
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -243,7 +280,12 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         self._n_steps = self._n_chunks + len(self.data.questions)
         self._t = 0
         self._last_line = ""
+        self._last_evidence = ()
+        self._outcomes.clear()
         self._known: tuple[int, tuple[str, ...]] = (-1, ())
+        if self.render_mode == "human":
+            _print(f"{type(self).__name__}: {len(self.data.facts)} facts in {self._n_chunks} chunks, "
+                   f"{len(self.data.questions)} questions\n")
         return self._observation(), self._info((), None, "")
 
     def step(self, action: Any):
@@ -264,17 +306,49 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             self._last_line = (f"{question.qa_pair_id}: {question.text} -> {action!r} "
                                f"({'ok' if success else 'wrong'}; gold {question.answers[0]!r})")
         self._t += 1
+        self._last_evidence = evidence
+        self._outcomes.append(-1 if success is None else int(success))
         terminated = self._t >= self._n_steps
         reward = 1.0 if success else 0.0
-        return self._observation(), reward, terminated, False, self._info(evidence, success, action)
+        info = self._info(evidence, success, action)
+        if self.render_mode == "human":
+            _print(self._last_line + "\n")
+        return self._observation(), reward, terminated, False, info
 
-    def render(self) -> str | None:
-        """The last step as one line of text (``render_mode="ansi"``); any other mode
-        warns and returns ``None``, as Gymnasium's environments do."""
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the last step as one line of text; ``"rgb_array"``: a picture of the
+        episode; ``"human"``: ``None`` (the lines are printed as the episode runs). Any
+        other mode warns and returns ``None``, as Gymnasium's environments do."""
         if self.render_mode == "ansi":
             return self._last_line + "\n"
-        warn_render_unsupported(self)
+        if self.render_mode == "rgb_array":
+            return draw_frame(self._frame())
+        if self.render_mode != "human":
+            warn_render_unsupported(self)
         return None
+
+    def _frame(self) -> Frame:
+        spec = getattr(self, "spec", None)
+        name = spec.id if spec is not None else type(self).__name__
+        if self.data is None:
+            return Frame(name, "", "", (), (), 0, 1)
+        t, n_chunks, n_steps = self._t, self._n_chunks, self._n_steps
+        phase = "" if t >= n_steps else PHASES[int(t >= n_chunks)]
+        if t < n_chunks:
+            presented = f"memorize chunk {t + 1}/{n_chunks}"
+        elif t < n_steps:
+            presented = f"question {t - n_chunks + 1}/{len(self.data.questions)}: " \
+                        f"{self.data.questions[t - n_chunks].text}"
+        else:
+            presented = ""
+        return Frame(f"{name}  t={t}/{n_steps}  phase: {phase}", presented, self._last_line, tuple(self._outcomes),
+                     ((PHASES[0], n_chunks), (PHASES[1], len(self.data.questions))), t, n_steps)
+
+    @property
+    def last_evidence(self) -> tuple[Evidence, ...]:
+        """The :class:`~tepa_envs.core.Evidence` the last step revealed (the chunk's keyed
+        facts after a memorize step; ``()`` after reset and questions), whatever ``info_schema``."""
+        return self._last_evidence
 
     # -------------------------------------------------------- language agents
     def choices(self, key: str) -> tuple[str, ...]:
@@ -326,5 +400,10 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             extra["qa_pair_id"] = question.qa_pair_id
             oracle = oracle_info(1, PHASES[1], self._t == self._n_chunks and self._t > 0, question.answers[0])
             oracle["answers"] = list(question.answers)
+        if self.info_schema == "fixed":
+            return fixed_step_info(key=key, context=context, evidence=evidence, t=self._t,  # type: ignore[return-value]
+                                   success=success, message=self._last_line if self._t else "", oracle=oracle,
+                                   answer=str(answer) if success is not None else "",
+                                   qa_pair_id=str(extra.get("qa_pair_id", "")), chain=",".join(extra.get("chain", ())))
         return step_info(key=key, context=context, evidence=evidence, t=self._t, success=success,
                          oracle=oracle, **extra)

@@ -16,6 +16,7 @@ from tepa_envs.core.drift import DriftSchedule, draw_timeline, refuse_outcome_mo
 from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
                            format_of, make_table, record_values, write_table)
 from tepa_envs.file_ops.sandbox import Sandbox, SandboxError
+from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 
 EXTENSIONS = {"csv": "csv", "json": "json"}
@@ -148,6 +149,31 @@ class FileOpsEnv(TaskStreamEnv):
     ``outbox/<domain>.<csv|json>``, replacing the previous one; trials write to
     ``trials/``.
 
+    ## Info
+
+    With ``info_schema="fixed"`` every ``info`` (reset, every step, the terminal
+    step) has the same keys with values of fixed type, sentinels where a value does
+    not apply (:mod:`tepa_envs.core.step_info`): ``key`` (str, ``""``),
+    ``context`` (str, ``""``), ``t`` (int), ``scored`` (bool, ``False`` at reset),
+    ``success`` (bool, ``False`` unless scored), ``message`` (str, ``""``),
+    ``evidence`` (``{"count", "key", "value", "t", "outcome", "source"}``: the
+    number of evidence and the first one, ``outcome`` 1 / 0 / -1; ``0, "", "",
+    -1, -1, ""`` when none), ``oracle`` (``{"phase", "phase_name",
+    "phase_changed", "correct"}``; ``-1, "", False, ""`` at the terminal step) and
+    ``forfeited`` (bool). With ``"rich"`` (default, what the agent loop reads)
+    ``evidence`` is the list of :class:`~tepa_envs.core.Evidence`, ``success`` and
+    ``message`` are present only after a step, ``oracle`` only while a task is
+    presented and ``forfeited`` only with ``trial_cost="task"``. Either way
+    ``env.unwrapped.last_evidence`` is the last step's evidence list.
+
+    ## Rendering
+
+    ``metadata["render_modes"]`` is ``["ansi", "human", "rgb_array"]``
+    (``render_fps`` 4). ``"rgb_array"`` frames are ``uint8`` arrays of shape
+    ``(256, 512, 3)`` (:data:`~tepa_envs.core.render.FRAME_SHAPE`): the task now
+    presented, the last step, the recent outcomes and the phase timeline with a
+    cursor at ``t``, so ``gymnasium.wrappers.RecordVideo`` records episodes.
+
     ## Arguments
 
     * ``phase_lengths``: tasks in each of the four phases (default ``(40, 40, 40, 40)``):
@@ -176,8 +202,11 @@ class FileOpsEnv(TaskStreamEnv):
     * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default)
       or ``"task"`` (each trial forfeits one task of the stream, for an
       equal-budget comparison; details in :class:`~tepa_envs.core.stream.TaskStreamEnv`).
-    * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
-      Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``render_mode``: ``None``, ``"ansi"`` (the last step as a line of text),
+      ``"human"`` (that line printed to stdout at every step) or ``"rgb_array"`` (a
+      ``uint8`` picture of the stream, see "Rendering"); any other mode is accepted,
+      as in Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``info_schema``: ``"rich"`` (default) or ``"fixed"``, see "Info".
     * ``schedule``: the CSV consumers' drift: ``"paper"`` (default, the four
       phases above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built
       over ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``,
@@ -198,7 +227,8 @@ class FileOpsEnv(TaskStreamEnv):
                  partial_return_fraction: float = 0.5, min_records: int = 3, max_records: int = 6,
                  max_file_bytes: int = 256 << 10, max_total_bytes: int = 4 << 20, max_files: int = 256,
                  sandbox_dir: str | None = None, render_mode: str | None = None,
-                 trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper") -> None:
+                 trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper",
+                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.keys = export_keys(n_domains)
         self.n_domains = n_domains
@@ -223,7 +253,8 @@ class FileOpsEnv(TaskStreamEnv):
             sandbox_dir = check_sandbox_dir(sandbox_dir)
         self.sandbox = Sandbox(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, parent_dir=sandbox_dir or default_sandbox_parent())
-        super().__init__(self.drift, WRITER_CONFIGS, render_mode, trial_cost=trial_cost)
+        super().__init__(self.drift, WRITER_CONFIGS, render_mode, trial_cost=trial_cost,
+                         info_schema=info_schema)
         self.observation_space = gym.spaces.MultiDiscrete([len(self.keys), len(self.values) + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         self._previous = (len(self.values), 0)

@@ -22,6 +22,7 @@ from tepa_envs.preferences.users import (
     slot_of,
 )
 from tepa_envs.core.drift import DriftSchedule, refuse_outcome_model, resolve_schedule
+from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 from tepa_envs.error import ResetNeeded
 
@@ -140,6 +141,31 @@ class PreferenceStreamEnv(TaskStreamEnv):
     None of these was chosen to reproduce a published number; the README varies
     ``main_profile_share`` and the reader beside the main table.
 
+    ## Info
+
+    With ``info_schema="fixed"`` every ``info`` (reset, every step, the terminal
+    step) has the same keys with values of fixed type, sentinels where a value does
+    not apply (:mod:`tepa_envs.core.step_info`): ``key`` (str, ``""``),
+    ``context`` (str, ``""``), ``t`` (int), ``scored`` (bool, ``False`` at reset),
+    ``success`` (bool, ``False`` unless scored), ``message`` (str, ``""``),
+    ``evidence`` (``{"count", "key", "value", "t", "outcome", "source"}``: the
+    number of evidence and the first one, ``outcome`` 1 / 0 / -1; ``0, "", "",
+    -1, -1, ""`` when none), ``oracle`` (``{"phase", "phase_name",
+    "phase_changed", "correct"}``; ``-1, "", False, ""`` at the terminal step) and
+    ``forfeited`` (bool). With ``"rich"`` (default, what the agent loop reads)
+    ``evidence`` is the list of :class:`~tepa_envs.core.Evidence`, ``success`` and
+    ``message`` are present only after a step, ``oracle`` only while a task is
+    presented and ``forfeited`` only with ``trial_cost="task"``. Either way
+    ``env.unwrapped.last_evidence`` is the last step's evidence list.
+
+    ## Rendering
+
+    ``metadata["render_modes"]`` is ``["ansi", "human", "rgb_array"]``
+    (``render_fps`` 4). ``"rgb_array"`` frames are ``uint8`` arrays of shape
+    ``(256, 512, 3)`` (:data:`~tepa_envs.core.render.FRAME_SHAPE`): the task now
+    presented, the last step, the recent outcomes and the phase timeline with a
+    cursor at ``t``, so ``gymnasium.wrappers.RecordVideo`` records episodes.
+
     ## Arguments
 
     * ``phase_lengths``: sessions in each of the four phases (default ``(40, 40, 40, 40)``):
@@ -156,8 +182,11 @@ class PreferenceStreamEnv(TaskStreamEnv):
     * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default)
       or ``"task"`` (each trial forfeits one task of the stream, for an
       equal-budget comparison; details in :class:`~tepa_envs.core.stream.TaskStreamEnv`).
-    * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
-      Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``render_mode``: ``None``, ``"ansi"`` (the last step as a line of text),
+      ``"human"`` (that line printed to stdout at every step) or ``"rgb_array"`` (a
+      ``uint8`` picture of the stream, see "Rendering"); any other mode is accepted,
+      as in Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``info_schema``: ``"rich"`` (default) or ``"fixed"``, see "Info".
     * ``schedule``: the preferences' drift: ``"paper"`` (default, the four phases
       above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built over
       ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``, ``"poisson"``;
@@ -172,7 +201,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
                  stated_rate: float = 0.85, noise_rate: float = 0.05, noise_gap: int = 6,
                  main_profile_share: float = 0.8, light_drift_fraction: float = 0.25,
                  partial_return_fraction: float = 0.5, render_mode: str | None = None,
-                 trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper") -> None:
+                 trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper",
+                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.n_slots = check_int("n_slots", n_slots, low=4, high=len(SLOTS))
         self.n_contexts = check_int("n_contexts", n_contexts, low=1, high=len(PROFILE_CONTEXTS))
@@ -191,7 +221,8 @@ class PreferenceStreamEnv(TaskStreamEnv):
         self.keys = preference_keys(self.n_slots, self.n_contexts)
         self.slot_values = {slot: SLOT_VALUES[slot][: self.n_values] for slot in SLOTS[: self.n_slots]}
         super().__init__(self.drift, tuple(v for vs in self.slot_values.values() for v in vs), render_mode,
-                         trial_cost=trial_cost)
+                         trial_cost=trial_cost,
+                         info_schema=info_schema)
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         n_actions = len(self.values)
         self.observation_space = gym.spaces.MultiDiscrete(

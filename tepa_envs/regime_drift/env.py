@@ -13,6 +13,7 @@ from tepa_envs.core import Evidence, check_int, check_probability
 from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.core.drift import DriftSchedule, Timeline, draw_timeline, resolve_schedule
 from tepa_envs.core.schedule import draw_phase_values
+from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 
 TASK_TYPES = ("summarize", "classify", "extract", "translate", "aggregate", "validate")
@@ -256,6 +257,31 @@ class RegimeDriftEnv(TaskStreamEnv):
     the oracle-reset bound, which clears its memory at phase boundaries, is not
     an upper bound on those scenarios.
 
+    ## Info
+
+    With ``info_schema="fixed"`` every ``info`` (reset, every step, the terminal
+    step) has the same keys with values of fixed type, sentinels where a value does
+    not apply (:mod:`tepa_envs.core.step_info`): ``key`` (str, ``""``),
+    ``context`` (str, ``""``), ``t`` (int), ``scored`` (bool, ``False`` at reset),
+    ``success`` (bool, ``False`` unless scored), ``message`` (str, ``""``),
+    ``evidence`` (``{"count", "key", "value", "t", "outcome", "source"}``: the
+    number of evidence and the first one, ``outcome`` 1 / 0 / -1; ``0, "", "",
+    -1, -1, ""`` when none), ``oracle`` (``{"phase", "phase_name",
+    "phase_changed", "correct"}``; ``-1, "", False, ""`` at the terminal step) and
+    ``forfeited`` (bool). With ``"rich"`` (default, what the agent loop reads)
+    ``evidence`` is the list of :class:`~tepa_envs.core.Evidence`, ``success`` and
+    ``message`` are present only after a step, ``oracle`` only while a task is
+    presented and ``forfeited`` only with ``trial_cost="task"``. Either way
+    ``env.unwrapped.last_evidence`` is the last step's evidence list.
+
+    ## Rendering
+
+    ``metadata["render_modes"]`` is ``["ansi", "human", "rgb_array"]``
+    (``render_fps`` 4). ``"rgb_array"`` frames are ``uint8`` arrays of shape
+    ``(256, 512, 3)`` (:data:`~tepa_envs.core.render.FRAME_SHAPE`): the task now
+    presented, the last step, the recent outcomes and the phase timeline with a
+    cursor at ``t``, so ``gymnasium.wrappers.RecordVideo`` records episodes.
+
     ## Arguments
 
     * ``phase_lengths``: tasks in each of the four phases of a named schedule
@@ -277,8 +303,11 @@ class RegimeDriftEnv(TaskStreamEnv):
     * ``trial_cost``: what a held-out :meth:`trial` costs: ``"free"`` (default)
       or ``"task"`` (each trial forfeits one task of the stream, for an
       equal-budget comparison; details in :class:`~tepa_envs.core.stream.TaskStreamEnv`).
-    * ``render_mode``: ``None`` or ``"ansi"``; any other mode is accepted, as in
-      Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``render_mode``: ``None``, ``"ansi"`` (the last step as a line of text),
+      ``"human"`` (that line printed to stdout at every step) or ``"rgb_array"`` (a
+      ``uint8`` picture of the stream, see "Rendering"); any other mode is accepted,
+      as in Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
+    * ``info_schema``: ``"rich"`` (default) or ``"fixed"``, see "Info".
     * ``schedule``: the drift: a preset name (``"paper"``, the default, or one of
       ``"noisy"``, ``"gradual"``, ``"async"``, ``"zipf"``, ``"recurring"``,
       ``"poisson"``; :data:`~tepa_envs.core.drift.PRESETS`), built over
@@ -295,7 +324,8 @@ class RegimeDriftEnv(TaskStreamEnv):
                  n_tools: int = 3, n_keys: int = 1, light_drift_fraction: float = 0.5,
                  partial_return_fraction: float = 0.5, key_noise: float = 0.0,
                  render_mode: str | None = None, trial_cost: str = "free",
-                 schedule: str | DriftSchedule | Mapping[str, Any] = "paper") -> None:
+                 schedule: str | DriftSchedule | Mapping[str, Any] = "paper",
+                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.n_tools = check_int("n_tools", n_tools, low=3, high=MAX_TOOLS)
         self.keys = key_names(n_keys)
@@ -306,7 +336,8 @@ class RegimeDriftEnv(TaskStreamEnv):
         self.drift = resolve_schedule(schedule, phase_lengths, self.light_drift_fraction,
                                       self.partial_return_fraction)
         super().__init__(self.drift, tuple(f"tool_{i}" for i in range(self.n_tools)), render_mode,
-                         trial_cost=trial_cost)
+                         trial_cost=trial_cost,
+                         info_schema=info_schema)
         self.observation_space = gym.spaces.MultiDiscrete([self.n_keys, self.n_tools + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
 

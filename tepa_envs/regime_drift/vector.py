@@ -56,7 +56,9 @@ class RegimeDriftVectorEnv(VectorEnv):
       other schedules count as ``MAX_BATCH_CELLS`` says).
     * ``**kwargs``: the arguments of :class:`~tepa_envs.regime_drift.env.RegimeDriftEnv`
       (``phase_lengths``, ``n_tools``, ``n_keys``, ``light_drift_fraction``,
-      ``partial_return_fraction``, ``key_noise``, ``schedule``), validated by it with its bounds.
+      ``partial_return_fraction``, ``key_noise``, ``schedule``), validated by it with its bounds
+      (``info_schema`` only ``"rich"``: the fixed schema's texts are not batched; use
+      ``vectorization_mode="sync"`` for it).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -66,6 +68,9 @@ class RegimeDriftVectorEnv(VectorEnv):
         if kwargs.get("render_mode") is not None:
             raise ValueError("RegimeDriftVectorEnv does not render; use render_mode=None")
         kwargs.pop("render_mode", None)
+        if kwargs.get("info_schema", "rich") != "rich":
+            raise ValueError("RegimeDriftVectorEnv batches the rich info's key, t, success and oracle only; for "
+                             "info_schema='fixed' use gym.make_vec(..., vectorization_mode='sync') or 'async'")
         self._template = RegimeDriftEnv(**kwargs)
         template = self._template
         drift = self._drift = template.drift

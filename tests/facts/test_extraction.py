@@ -17,7 +17,7 @@ import gymnasium as gym
 import pytest
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents.evaluation.facts import score_method
+from tepa_envs.agents.evaluation.studies.facts import score_method
 from tepa_envs.agents.readers.questions import FactIndex, alike, answer_question
 from tepa_envs.facts.extraction import induce_facts
 from tepa_envs.facts.loader import parse_context

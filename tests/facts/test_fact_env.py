@@ -1,13 +1,14 @@
 import gymnasium as gym
 import pytest
 
-from tepa_envs.agents.evaluation.settings import front_end_differences, settings_for
+from tepa_envs.agents.evaluation.analysis.settings import front_end_differences, settings_for
 from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import METHOD_NAMES, MemoryAgent, run_episode
-from tepa_envs.agents.evaluation.facts import format_facts_table, reproduce_facts, score_method
+from tepa_envs.agents.evaluation.outputs.facts_tables import format_facts_table
+from tepa_envs.agents.evaluation.studies.facts import reproduce_facts, score_method
 from tepa_envs.core import Evidence
 from tepa_envs.facts.env import FactConsolidationEnv
 from tepa_envs.facts.data import generate_records

@@ -10,15 +10,9 @@ import pytest
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import METHOD_NAMES
-from tepa_envs.agents.evaluation.facts import (
-    BREAKDOWN,
-    diagnose,
-    extra_rows,
-    facts_markdown,
-    reproduce_facts,
-    run_questions,
-)
-from tepa_envs.agents.evaluation.harness import method_label
+from tepa_envs.agents.evaluation.engine.jobs import method_label
+from tepa_envs.agents.evaluation.outputs.facts_tables import BREAKDOWN, facts_markdown
+from tepa_envs.agents.evaluation.studies.facts import diagnose, extra_rows, reproduce_facts, run_questions
 from tepa_envs.facts.loader import load_records
 
 ENV_ID = "TEPA/FactConsolidation-v0"

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 import tepa_envs  # noqa: F401
-from tepa_envs.agents.evaluation.facts import score_method
+from tepa_envs.agents.evaluation.studies.facts import score_method
 from tepa_envs.facts.data import LENGTHS
 from tepa_envs.facts.loader import parse_context, validate_record
 from tepa_envs.facts.shaped import NEVER_OVERRIDDEN_SH, OVERRIDE_SHARE, generate_shaped

@@ -9,16 +9,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from tepa_envs.agents.evaluation.drift_metrics import (
-    EpisodeTrace,
-    changes_of,
-    episode_metrics,
-    metrics_markdown,
-    pool_metrics,
-    run_traced_job,
-    trace_episode,
-)
-from tepa_envs.agents.evaluation.harness import run_job
+from tepa_envs.agents.evaluation.analysis.drift_metrics import EpisodeTrace, changes_of, episode_metrics, pool_metrics
+from tepa_envs.agents.evaluation.engine.jobs import Job
+from tepa_envs.agents.evaluation.engine.runner import run_job, run_traced_job
+from tepa_envs.agents.evaluation.engine.tracing import trace_episode
+from tepa_envs.agents.evaluation.outputs.drift_tables import metrics_markdown
 from tepa_envs.agents.readers.agent import MemoryAgent
 from tepa_envs.core import Record
 from tepa_envs.core.types import LifecycleState
@@ -145,7 +140,7 @@ def test_bad_input_names_the_field():
 @pytest.mark.parametrize("env_id", ["TEPA/RegimeDrift-v0", "TEPA/RegimeDrift-Noisy-v0", "TEPA/RegimeDrift-Zipf-v0"])
 @pytest.mark.parametrize("method", ["tepa", "lww", "reactive-forgetting", "no-memory", "oracle-reset"])
 def test_recording_changes_no_decision(env_id, method):
-    job = (env_id, {}, method, 5, {})
+    job = Job.resolve(env_id, method, 5)
     plain, traced = run_job(job), run_traced_job(job)
     assert np.array_equal(plain[0], traced[0]) and np.array_equal(plain[1], traced[1]) and plain[2] == traced[2]
     assert traced[3]["tasks"] == plain[0].size
@@ -154,7 +149,7 @@ def test_recording_changes_no_decision(env_id, method):
 
 
 def test_no_memory_never_shows_a_stale_value():
-    m = run_traced_job(("TEPA/RegimeDrift-ManyKeys-v0", {}, "no-memory", 1, {}))[3]
+    m = run_traced_job(Job.resolve("TEPA/RegimeDrift-ManyKeys-v0", "no-memory", 1))[3]
     assert m["changes"] > 0 and m["delays"] == [0] * m["changes"]
     assert m["stale_retrievals"] == m["correct_value_losses"] == 0
 
@@ -189,7 +184,7 @@ def test_the_trace_reads_the_memorys_top_record_and_audit_log():
         agent = MemoryAgent(StaleAfterChange(0), reading="direct")
         result, trace = trace_episode(env, agent, 0)
         assert trace.revocations is None and len(trace.shown) == result.success.size
-        assert not hasattr(agent.memory, "__dict__") or "retrieve" not in vars(agent.memory)  # patch removed
+        assert "retrieve" not in vars(agent.memory) and not agent.observers  # nothing patched, nothing left
         followed = [s == c for s, c in zip(trace.shown, trace.chosen) if s]
         assert np.mean(followed) > 0.85  # the reader follows the shown value 19 times in 20
         agent = MemoryAgent("tepa")
@@ -208,14 +203,17 @@ def test_the_markdown_has_a_row_per_method():
     assert "| m1 | 2 | 2.5 [2] | 0 |" in text and "| m2 |" in text
 
 
-def test_a_memory_whose_retrieve_cannot_be_recorded_is_refused_by_name():
+def test_a_memory_that_takes_no_instance_attributes_is_traced_without_patching():
+    """The trace observes the episode loop: a memory with ``__slots__`` is recorded like any other."""
     env = gym.make("TEPA/RegimeDrift-v0")
     try:
-        memory = object.__new__(type("SlottedOnly", (), {
-            "__slots__": ("values",), "name": "slotted", "observe": StaleAfterChange.observe,
-            "retrieve": StaleAfterChange.retrieve, "reset": StaleAfterChange.reset}))
-        memory.values = {}
-        with pytest.raises(TypeError, match="SlottedOnly"):
-            trace_episode(env, MemoryAgent(memory), 0)
+        slotted = type("SlottedOnly", (), {
+            "__slots__": ("values", "lag"), "name": "slotted", "observe": StaleAfterChange.observe,
+            "retrieve": StaleAfterChange.retrieve, "reset": StaleAfterChange.reset})
+        memory = object.__new__(slotted)
+        memory.values, memory.lag = {}, 0
+        result, trace = trace_episode(env, MemoryAgent(memory), 0)
+        _, plain = trace_episode(env, MemoryAgent(StaleAfterChange(0), reading="direct"), 0)
+        assert trace.shown == plain.shown and trace.chosen == plain.chosen and len(trace.shown) == result.success.size
     finally:
         env.close()

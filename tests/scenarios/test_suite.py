@@ -4,22 +4,19 @@ the leaderboard's statistics on data with a known answer, and the README block."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tepa_envs
+from tepa_envs.agents.evaluation.analysis.leaderboard import Scenario, analyse
 from tepa_envs.agents.evaluation.cli import main
-from tepa_envs.agents.evaluation.files import verify_manifest
-from tepa_envs.agents.evaluation.readme import update_readme
-from tepa_envs.agents.evaluation.suite import (
-    SUITE_SCENARIOS,
-    Scenario,
-    analyse,
-    leaderboard_markdown,
-    scenario,
-)
+from tepa_envs.agents.evaluation.engine.jobs import Job
+from tepa_envs.agents.evaluation.engine.runner import run_job
+from tepa_envs.agents.evaluation.outputs.files import verify_manifest
+from tepa_envs.agents.evaluation.outputs.leaderboard import leaderboard_markdown
+from tepa_envs.agents.evaluation.outputs.readme import update_readme
+from tepa_envs.agents.evaluation.studies.suite import SUITE_SCENARIOS, scenario
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 
 
@@ -138,9 +135,7 @@ def test_analyse_is_deterministic():
 
 @pytest.mark.parametrize("env_id", SUITE_SCENARIOS)
 def test_the_three_recency_methods_are_one_policy_as_the_readme_proves(env_id):
-    from tepa_envs.agents.evaluation.harness import run_job
-
     for seed in range(2):
-        lww, *others = [run_job((env_id, {}, m, seed, {}))[0] for m in
+        lww, *others = [run_job(Job.resolve(env_id, m, seed))[0] for m in
                         ("lww", "temporal-recency", "conflict-aware-recency")]
         assert all(np.array_equal(lww, other) for other in others)

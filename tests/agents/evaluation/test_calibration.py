@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tepa_envs.agents.evaluation.harness import Evaluation, MethodRuns, summarize
-from tepa_envs.agents.evaluation.statistics import (
+from tepa_envs.agents.evaluation.analysis.evaluation import Evaluation, MethodRuns
+from tepa_envs.agents.evaluation.analysis.statistics import (
     bootstrap_ci, bootstrap_cis, paired_permutation_test, paired_permutation_tests,
 )
+from tepa_envs.agents.evaluation.analysis.summary import summarize
 
 PHASES = ("a", "b")
 

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
+from tepa_envs.agents.evaluation.analysis.results import SCHEMA_VERSION, Summary
 from tepa_envs.agents.evaluation.cli import main
-from tepa_envs.agents.evaluation.results import SCHEMA_VERSION, Summary
 
 SMALL = '{"phase_lengths": [6, 6, 6, 6]}'
 

@@ -2,9 +2,11 @@
 
 import pytest
 
-import tepa_envs.agents.evaluation.cli as cli
+import tepa_envs.agents.evaluation.cli.commands as commands
 from tepa_envs.agents.evaluation.cli import MAX_SEEDS, build_parser, main
-from tepa_envs.agents.evaluation.harness import MethodSpec, evaluate, validate_methods
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
+from tepa_envs.agents.evaluation.engine.jobs import MethodSpec
+from tepa_envs.agents.evaluation.engine.validate import validate_methods
 from tepa_envs.agents.memories.tepa import TEPA
 
 
@@ -22,9 +24,9 @@ def no_work(*args, **kwargs):
     (["run", "TEPA/RegimeDrift-v0", "--methods", "tepa_envs.core.types:Evidence"], "not a memory class"),
 ])
 def test_bad_input_is_one_line_exit_2_before_any_work(monkeypatch, capsys, args, needle):
-    monkeypatch.setattr(cli, "evaluate", no_work)
-    monkeypatch.setattr(cli, "reproduce_setting", no_work)
-    monkeypatch.setattr(cli, "reproduce_all", no_work)
+    monkeypatch.setattr(commands, "evaluate_through_store", no_work)
+    monkeypatch.setattr(commands, "reproduce_setting", no_work)
+    monkeypatch.setattr(commands, "reproduce_all", no_work)
     assert main(args) == 2
     captured = capsys.readouterr()
     err = captured.err.strip()

@@ -8,21 +8,17 @@ from pathlib import Path
 
 import pytest
 
-import tepa_envs.agents.evaluation.cli as cli
-import tepa_envs.agents.evaluation.report as report
-import tepa_envs.agents.evaluation.reproduce as reproduce
+import tepa_envs.agents.evaluation.cli.commands as commands
+import tepa_envs.agents.evaluation.outputs.report as report
+import tepa_envs.agents.evaluation.studies.reproduce as reproduce
+from tepa_envs.agents.evaluation.studies.protocol import QUICK
+from tepa_envs.agents.evaluation.analysis.paper import SETTINGS
+from tepa_envs.agents.evaluation.analysis.summary import summarize
 from tepa_envs.agents.evaluation.cli import main
-from tepa_envs.agents.evaluation.files import (
-    MANIFEST,
-    ManifestError,
-    check_manifest,
-    sha256_file,
-    verify_manifest,
-    write_manifest,
-    write_text_atomic,
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
+from tepa_envs.agents.evaluation.outputs.files import (
+    MANIFEST, ManifestError, check_manifest, sha256_file, verify_manifest, write_manifest, write_text_atomic,
 )
-from tepa_envs.agents.evaluation.harness import evaluate, summarize
-from tepa_envs.agents.evaluation.settings import SETTINGS
 
 SMALL = '{"phase_lengths": [5, 5, 5, 5]}'
 
@@ -138,8 +134,6 @@ def test_write_manifest_refuses_paths_outside_the_directory(tmp_path):
 
 
 def test_reproduce_writes_every_file_atomically_and_a_manifest_per_setting(tmp_path, monkeypatch):
-    from tepa_envs.agents.evaluation import protocol as protocol_module
-
     evaluation = evaluate("TEPA/RegimeDrift-v0", list(SETTINGS["controlled"].methods), range(2),
                           env_kwargs={"phase_lengths": [4, 4, 4, 4]})
     monkeypatch.setattr(reproduce, "evaluate_to_precision", lambda *a, **k: evaluation)
@@ -148,7 +142,7 @@ def test_reproduce_writes_every_file_atomically_and_a_manifest_per_setting(tmp_p
         monkeypatch.setattr(reproduce, study, lambda *a, study=study, **k: {"study": study})
     monkeypatch.setattr(reproduce, "reproduce_facts_rows", lambda workers, progress=None: [{"split": "x", "score": 1.0}])
     out = tmp_path / "results"
-    reproduce.reproduce_all(["controlled", "facts"], protocol_module.QUICK, out, log=lambda m: None)
+    reproduce.reproduce_all(["controlled", "facts"], QUICK, out, log=lambda m: None)
     manifest = check_manifest(out / "controlled")
     assert set(manifest["files"]) == {"results.json", "results.csv", "drift_metrics.csv", "success.png",
                                       "protocol.json", "robustness.json", "ablation.json", "trial_cost.json",
@@ -158,7 +152,7 @@ def test_reproduce_writes_every_file_atomically_and_a_manifest_per_setting(tmp_p
     # a rerun killed half-way through its studies leaves the setting without a manifest
     monkeypatch.setattr(reproduce, "trial_cost", die)
     with pytest.raises(Killed):
-        reproduce.reproduce_all(["controlled"], protocol_module.QUICK, out, log=lambda m: None)
+        reproduce.reproduce_all(["controlled"], QUICK, out, log=lambda m: None)
     assert not verify_manifest(out / "controlled") and verify_manifest(out / "facts")
 
 
@@ -191,10 +185,10 @@ def _read_only(tmp_path):
 @pytest.mark.parametrize("command", ["run", "reproduce"])
 def test_bad_out_is_one_line_exit_2_before_any_work(tmp_path, monkeypatch, capsys, make_out, needle, command):
     out = make_out(tmp_path)
-    for name in ("evaluate", "validate_methods", "reproduce_setting", "reproduce_all"):
-        monkeypatch.setattr(cli, name, no_work)
+    for name in ("evaluate_through_store", "validate_methods", "reproduce_setting", "reproduce_all"):
+        monkeypatch.setattr(commands, name, no_work)
     if command == "run":
-        monkeypatch.setattr(cli, "validate_methods", lambda *a, **k: None)
+        monkeypatch.setattr(commands, "validate_methods", lambda *a, **k: None)
         args = ["run", "TEPA/RegimeDrift-v0", "--methods", "tepa", "--seeds", "2", "--out", str(out), "--quiet"]
     else:
         args = ["reproduce", "controlled", "--quick", "--out", str(out), "--quiet"]

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from tepa_envs.agents.evaluation.cli import build_parser
-from tepa_envs.agents.evaluation.cli import _protocol as protocol_of_args
-from tepa_envs.agents.evaluation.progress import Progress, progress_factory, progress_mode
-from tepa_envs.agents.evaluation.protocol import FULL, QUICK, STANDARD, protocol_name
+from tepa_envs.agents.evaluation.cli.commands import _protocol as protocol_of_args
+from tepa_envs.agents.evaluation.engine.progress import Progress, progress_factory, progress_mode
+from tepa_envs.agents.evaluation.studies.protocol import FULL, QUICK, STANDARD, protocol_name
 
 
 class Terminal(io.StringIO):

@@ -8,19 +8,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tepa_envs.agents.evaluation.harness import Evaluation, MethodRuns, MethodSpec, evaluate
-from tepa_envs.agents.evaluation.protocol import (
-    QUICK,
-    Protocol,
-    block_spread,
-    evaluate_to_precision,
-    half_widths,
-    merge,
-    seeds_needed,
+from tepa_envs.agents.evaluation.analysis.evaluation import Evaluation, MethodRuns
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
+from tepa_envs.agents.evaluation.engine.jobs import MethodSpec
+from tepa_envs.agents.evaluation.outputs.files import ManifestError
+from tepa_envs.agents.evaluation.outputs.readme import update_readme
+from tepa_envs.agents.evaluation.studies.protocol import (
+    QUICK, Protocol, block_spread, evaluate_to_precision, half_widths, merge, seeds_needed,
 )
-from tepa_envs.agents.evaluation.files import ManifestError
-from tepa_envs.agents.evaluation.readme import update_readme
-from tepa_envs.agents.evaluation.reproduce import reproduce_setting
+from tepa_envs.agents.evaluation.studies.reproduce import reproduce_setting
 
 SMALL = {"phase_lengths": (5, 5, 5, 5)}
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tepa_envs.agents.evaluation.harness import evaluate, summarize
-from tepa_envs.agents.evaluation.report import write_json
-from tepa_envs.agents.evaluation.results import (
+from tepa_envs.agents.evaluation.analysis.paper import SETTINGS
+from tepa_envs.agents.evaluation.analysis.results import (
     SCHEMA_VERSION, Comparison, MethodSummary, PhaseEstimate, Summary,
 )
-from tepa_envs.agents.evaluation.settings import SETTINGS
+from tepa_envs.agents.evaluation.analysis.summary import summarize
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
+from tepa_envs.agents.evaluation.outputs.report import write_json
 
 SCHEMA_DOC = Path(__file__).resolve().parents[3] / "docs" / "results_schema.md"
 METHODS = ["tepa", "no-memory", "append-only"]

@@ -1,7 +1,7 @@
 """Drift metrics recorded by `tepa-bench run` / `report` / `sweep` and `evaluate()` (issue 12).
 
 Every episode run through the harness records its drift metrics
-(`harness.run_job_with_metrics`, the suite's `run_traced_job`); `summarize()` pools
+(`engine.runner.run_job_with_metrics`, the suite's `run_traced_job`); `summarize()` pools
 them per method into `Summary.drift_metrics`, written as `results.json`'s
 `drift_metrics` and as `drift_metrics.csv`, and a results store keeps each
 episode's metrics in its `detection` column.
@@ -17,14 +17,15 @@ import sqlite3
 import numpy as np
 import pytest
 
+from tepa_envs.agents.evaluation.analysis.drift_metrics import EpisodeTrace, metrics_apply, pool_metrics
+from tepa_envs.agents.evaluation.analysis.results import Summary
+from tepa_envs.agents.evaluation.analysis.summary import summarize
 from tepa_envs.agents.evaluation.cli import main
-from tepa_envs.agents.evaluation.drift_metrics import EpisodeTrace, pool_metrics, run_traced_job
-from tepa_envs.agents.evaluation.harness import (
-    evaluate, metrics_apply, run_job, run_job_with_metrics, summarize,
-)
-from tepa_envs.agents.evaluation.report import DRIFT_CSV_COLUMNS
-from tepa_envs.agents.evaluation.results import Summary
-from tepa_envs.agents.evaluation.store import Store
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
+from tepa_envs.agents.evaluation.engine.jobs import Job
+from tepa_envs.agents.evaluation.engine.runner import run_job, run_job_with_metrics, run_traced_job
+from tepa_envs.agents.evaluation.engine.store import Store
+from tepa_envs.agents.evaluation.outputs.report import DRIFT_CSV_COLUMNS
 
 ENV = "TEPA/RegimeDrift-v0"
 METHODS = ["tepa", "append-only", "no-memory"]
@@ -41,7 +42,7 @@ def results(directory) -> dict:
 
 def expected_metrics(method: str, seeds: int = SEEDS, env_id: str = ENV) -> dict:
     """What the suite's path gives: pool_metrics of run_traced_job over the same jobs."""
-    return pool_metrics([run_traced_job((env_id, {}, method, seed, {}))[3] for seed in range(seeds)])
+    return pool_metrics([run_traced_job(Job.resolve(env_id, method, seed))[3] for seed in range(seeds)])
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_run_results_hold_the_pooled_metrics_of_the_traced_episodes(run_dir):
 
 
 def test_run_metrics_are_the_suites(run_dir):
-    from tepa_envs.agents.evaluation.suite import run_suite
+    from tepa_envs.agents.evaluation.studies.suite import run_suite
 
     suite = run_suite(METHODS, range(SEEDS), scenarios=(ENV,), workers=1, n_perm=100)
     (scenario,) = suite["scenarios"]
@@ -71,8 +72,8 @@ def test_run_metrics_are_the_suites(run_dir):
 def test_success_is_unchanged_by_recording_the_metrics(run_dir):
     data = results(run_dir / "out")
     for method in METHODS:
-        plain = [run_job((ENV, {}, method, seed, {})) for seed in range(SEEDS)]
-        traced = [run_job_with_metrics((ENV, {}, method, seed, {})) for seed in range(SEEDS)]
+        plain = [run_job(Job.resolve(ENV, method, seed)) for seed in range(SEEDS)]
+        traced = [run_job_with_metrics(Job.resolve(ENV, method, seed)) for seed in range(SEEDS)]
         for (s1, p1, t1), (s2, p2, t2, _) in zip(plain, traced):
             assert np.array_equal(s1, s2) and np.array_equal(p1, p2) and t1 == t2
         per_task = np.stack([p[0] for p in plain]).mean(axis=0)
@@ -100,7 +101,7 @@ def test_evaluate_and_summarize_carry_the_metrics(run_dir):
     evaluation = evaluate(ENV, METHODS, range(SEEDS))
     for method in METHODS:
         metrics = evaluation.runs[method].metrics
-        assert metrics == [run_traced_job((ENV, {}, method, seed, {}))[3] for seed in range(SEEDS)]
+        assert metrics == [run_traced_job(Job.resolve(ENV, method, seed))[3] for seed in range(SEEDS)]
     summary = summarize(evaluation)
     assert summary.drift_metrics == results(run_dir / "out")["drift_metrics"]
     assert Summary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
@@ -114,10 +115,10 @@ def test_the_store_keeps_each_episodes_metrics_and_report_gives_the_runs(run_dir
         evaluation = store.evaluation(ENV, {}, {}, cells, list(range(SEEDS)))
     assert len(rows) == len(METHODS) * SEEDS
     for method, seed, detection in rows:
-        assert json.loads(detection) == run_traced_job((ENV, {}, method, seed, {}))[3]
+        assert json.loads(detection) == run_traced_job(Job.resolve(ENV, method, seed))[3]
     for method in METHODS:
         assert evaluation.runs[method].metrics == [
-            run_traced_job((ENV, {}, method, seed, {}))[3] for seed in range(SEEDS)]
+            run_traced_job(Job.resolve(ENV, method, seed))[3] for seed in range(SEEDS)]
     capsys.readouterr()
     assert main(["report", str(run_dir / "r.db"), "--out", str(tmp_path / "report")]) == 0
     printed = capsys.readouterr().out
@@ -213,7 +214,7 @@ def test_environments_without_keyed_oracle_tasks_omit_the_metrics(tmp_path, caps
     assert "drift metrics: none recorded" in capsys.readouterr().out
     assert results(out)["drift_metrics"] == {}
     assert (out / "drift_metrics.csv").read_text().splitlines() == [",".join(DRIFT_CSV_COLUMNS)]
-    *_, metrics = run_job_with_metrics(("TEPA/FactConsolidation-v0", {}, "tepa", 0, {}))
+    *_, metrics = run_job_with_metrics(Job.resolve("TEPA/FactConsolidation-v0", "tepa", 0))
     assert metrics is None
     assert not metrics_apply(EpisodeTrace(keys=["", ""], correct=["a", "b"], shown=["", ""], chosen=["a", "b"]))
     assert not metrics_apply(EpisodeTrace())
@@ -263,7 +264,7 @@ from tepa_envs.agents.memories.registry import make_memory
 
 
 class SlottedMemory:
-    """A memory that takes no instance attributes: its retrievals cannot be recorded."""
+    """A memory that takes no instance attributes (lww inside)."""
 
     __slots__ = ("inner",)
     name = "slotted"
@@ -282,20 +283,23 @@ class SlottedMemory:
 '''
 
 
-def test_a_memory_whose_retrievals_cannot_be_recorded_runs_without_metrics(tmp_path, monkeypatch):
+def test_a_memory_that_takes_no_instance_attributes_gets_its_metrics(tmp_path, monkeypatch):
+    """Retrievals are observed in the episode loop, not patched on the memory: a memory
+    with ``__slots__`` (here lww behind a slotted shell) has the same metrics as lww."""
     (tmp_path / "slotted_memory_module.py").write_text(SLOTTED)
     monkeypatch.syspath_prepend(str(tmp_path))
     method = "slotted_memory_module:SlottedMemory"
-    success, phase, trials, metrics = run_job_with_metrics((ENV, {}, method, 0, {}))
-    plain = run_job((ENV, {}, method, 0, {}))
-    assert metrics is None and np.array_equal(success, plain[0]) and np.array_equal(phase, plain[1])
-    assert np.array_equal(success, run_job((ENV, {}, "lww", 0, {}))[0])
+    success, phase, trials, metrics = run_job_with_metrics(Job.resolve(ENV, method, 0))
+    plain = run_job(Job.resolve(ENV, method, 0))
+    assert np.array_equal(success, plain[0]) and np.array_equal(phase, plain[1])
+    assert np.array_equal(success, run_job(Job.resolve(ENV, "lww", 0))[0])
+    assert metrics == run_job_with_metrics(Job.resolve(ENV, "lww", 0))[3]
     summary = summarize(evaluate(ENV, [method, "lww"], range(2)))
-    assert list(summary.drift_metrics) == ["lww"]
+    assert summary.drift_metrics[method] == summary.drift_metrics["lww"]
 
 
 def test_seeds_added_by_the_precision_rule_keep_their_drift_metrics():
-    from tepa_envs.agents.evaluation.protocol import merge
+    from tepa_envs.agents.evaluation.studies.protocol import merge
 
     merged = merge(evaluate(ENV, METHODS, range(2)), evaluate(ENV, METHODS, range(2, SEEDS)))
     whole = evaluate(ENV, METHODS, range(SEEDS))

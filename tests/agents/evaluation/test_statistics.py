@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tepa_envs.agents.evaluation.statistics import (
-    PermutationTest, bootstrap_ci, bootstrap_cis, holm_bonferroni, memory_pollution_index,
-    paired_permutation_test, paired_permutation_tests, smallest_p_value,
+from tepa_envs.agents.evaluation.analysis.statistics import (
+    PermutationTest, bootstrap_ci, bootstrap_cis, holm_bonferroni, memory_pollution_index, paired_permutation_test,
+    paired_permutation_tests, smallest_p_value,
 )
 
 
@@ -54,7 +54,7 @@ def test_monte_carlo_p_is_hits_plus_one_over_b_plus_one_and_flags_the_floor():
 
 
 def test_monte_carlo_sign_patterns_are_fair_independent_and_seeded():
-    from tepa_envs.agents.evaluation.statistics import _random_sign_chunks
+    from tepa_envs.agents.evaluation.analysis.statistics import _random_sign_chunks
 
     signs = np.concatenate(list(_random_sign_chunks(70, 20000, 0)))
     assert signs.shape == (20000, 70) and set(np.unique(signs)) == {-1.0, 1.0}
@@ -144,7 +144,8 @@ def test_bad_alternative_and_p_values():
 
 
 def test_summary_statistics_follow_the_definitions():
-    from tepa_envs.agents.evaluation.harness import evaluate, summarize
+    from tepa_envs.agents.evaluation.analysis.summary import summarize
+    from tepa_envs.agents.evaluation.engine.evaluate import evaluate
     from tepa_envs.core import PHASE_NAMES
 
     evaluation = evaluate("TEPA/RegimeDrift-v0", ["tepa", "no-memory", "append-only"], range(4),
@@ -175,7 +176,7 @@ def test_summary_statistics_follow_the_definitions():
 
 def _hand_built_evaluation(n_seeds, effects, n_tasks=20, seed=0):
     """Methods solving a random share of tasks with per-method success probability offsets."""
-    from tepa_envs.agents.evaluation.harness import Evaluation, MethodRuns
+    from tepa_envs.agents.evaluation.analysis.evaluation import Evaluation, MethodRuns
 
     rng = np.random.default_rng(seed)
     runs = {method: MethodRuns(method, rng.random((n_seeds, n_tasks)) < 0.3 + effect, [{}] * n_seeds)
@@ -184,8 +185,8 @@ def _hand_built_evaluation(n_seeds, effects, n_tasks=20, seed=0):
 
 
 def test_summary_reports_floor_p_values_and_their_holm_bound():
-    from tepa_envs.agents.evaluation.harness import summarize
-    from tepa_envs.agents.evaluation.report import format_table
+    from tepa_envs.agents.evaluation.analysis.summary import summarize
+    from tepa_envs.agents.evaluation.outputs.report import format_table
 
     evaluation = _hand_built_evaluation(60, {"tepa": 0.6, "lww": 0.02, "no-memory": 0.0, "append-only": 0.0})
     summary = summarize(evaluation, phase_names=("a", "b"), n_perm=999)
@@ -203,8 +204,8 @@ def test_summary_reports_floor_p_values_and_their_holm_bound():
 
 
 def test_files_written_before_alpha_and_the_floor_flag_are_read_with_their_old_meaning():
-    from tepa_envs.agents.evaluation.harness import summarize
-    from tepa_envs.agents.evaluation.results import Summary
+    from tepa_envs.agents.evaluation.analysis.results import Summary
+    from tepa_envs.agents.evaluation.analysis.summary import summarize
 
     evaluation = _hand_built_evaluation(30, {"tepa": 0.6, "no-memory": 0.0, "append-only": 0.05})
     summary = summarize(evaluation, phase_names=("a", "b"))

@@ -9,20 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tepa_envs.agents.evaluation.cli import main
-from tepa_envs.agents.evaluation.drift_metrics import run_traced_job
-from tepa_envs.agents.evaluation.harness import MethodSpec, evaluate, run_job
-from tepa_envs.agents.evaluation.spec import Cell, canonical_json, single_group_spec
-from tepa_envs.agents.evaluation.store import (
-    STORE_SCHEMA_VERSION,
-    Store,
-    StoreError,
-    decode_phase,
-    decode_success,
-    encode_phase,
-    encode_success,
+from tepa_envs.agents.evaluation.cli import commands, main
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
+from tepa_envs.agents.evaluation.engine.jobs import Job, MethodSpec
+from tepa_envs.agents.evaluation.engine.runner import run_job, run_traced_job
+from tepa_envs.agents.evaluation.engine.spec import Cell, canonical_json, single_group_spec
+from tepa_envs.agents.evaluation.engine.store import (
+    STORE_SCHEMA_VERSION, Store, StoreError, decode_phase, decode_success, encode_phase, encode_success,
 )
-from tepa_envs.agents.evaluation.sweep import run_batch, run_episode_job
+from tepa_envs.agents.evaluation.engine.sweep import run_batch, run_episode_job
 
 SMALL = {"phase_lengths": [5, 5, 5, 5]}
 ENV = "TEPA/RegimeDrift-v0"
@@ -52,7 +47,7 @@ def test_schema_round_trip(tmp_path):
         assert store.schema_version() == STORE_SCHEMA_VERSION
         ids = store.add_cells(spec.cells)
         assert store.add_cells(spec.cells) == ids  # idempotent
-        jobs = [(ids[i], c.env_id, c.env_kwargs, c.method, s, c.reader_kwargs)
+        jobs = [(ids[i], Job.resolve(c.env_id, c.method, s, env_kwargs=c.env_kwargs, reader_kwargs=c.reader_kwargs))
                 for i, c in enumerate(spec.cells) for s in spec.seeds]
         episodes, error = run_batch(jobs)
         assert error is None and store.add_episodes(episodes) == len(jobs)
@@ -68,12 +63,12 @@ def test_schema_round_trip(tmp_path):
         assert rows == sorted((e.cell, e.seed, e.n_tasks, e.successes, e.success, e.phase, e.trials, e.detection,
                                e.wall_s) for e in episodes)
         for cell, seed, n_tasks, successes, blob, phase, trials, detection, _ in rows:
-            job = jobs[[(j[0], j[4]) for j in jobs].index((cell, seed))]
-            success, expected_phase, expected_trials = run_job(job[1:])
+            job = jobs[[(j[0], j[1].seed) for j in jobs].index((cell, seed))][1]
+            success, expected_phase, expected_trials = run_job(job)
             assert np.array_equal(decode_success(blob, n_tasks), success) and successes == success.sum()
             assert np.array_equal(decode_phase(phase), expected_phase)
             assert json.loads(trials) == expected_trials
-            assert json.loads(detection) == run_traced_job(job[1:])[3]  # the episode's drift metrics
+            assert json.loads(detection) == run_traced_job(job)[3]  # the episode's drift metrics
         evaluation = store.evaluation(ENV, SMALL, {"follow_prob": 0.95}, [(c.id, c.label) for c in cells], [0, 1, 2])
     reference = evaluate(ENV, methods, range(3), env_kwargs=SMALL, reader_kwargs={"follow_prob": 0.95})
     assert list(evaluation.runs) == list(reference.runs) and evaluation.seeds == reference.seeds
@@ -88,7 +83,7 @@ def test_one_row_per_cell_and_seed_and_wal(tmp_path):
     with Store.open(tmp_path / "r.db") as store:
         assert store.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         (cell,) = store.add_cells([Cell(ENV, SMALL, "tepa")])
-        episode = run_episode_job((cell, ENV, SMALL, "tepa", 0, {}))
+        episode = run_episode_job((cell, Job.resolve(ENV, "tepa", 0, env_kwargs=SMALL)))
         store.add_episodes([episode])
         with pytest.raises(sqlite3.IntegrityError):
             store.connection.execute("INSERT INTO episodes (cell, seed, n_tasks, successes, success, phase, trials, "
@@ -151,11 +146,9 @@ def no_work(*args, **kwargs):
 
 @pytest.mark.parametrize("command", ["sweep", "report", "run"])
 def test_a_newer_store_is_one_line_exit_2_before_any_work(tmp_path, monkeypatch, capsys, command):
-    import tepa_envs.agents.evaluation.sweep as sweep
-
     path = _newer_store(tmp_path)
-    monkeypatch.setattr(sweep, "execute", no_work)
-    monkeypatch.setattr(sweep, "evaluate_through_store", no_work)
+    monkeypatch.setattr(commands, "execute", no_work)
+    monkeypatch.setattr(commands, "evaluate_through_store", no_work)
     spec = tmp_path / "spec.toml"
     spec.write_text('seeds = 2\nmethods = ["tepa"]\n[[env]]\nid = "TEPA/RegimeDrift-v0"\n')
     args = {"sweep": ["sweep", str(spec), "--store", str(path), "--quiet"],
@@ -177,8 +170,8 @@ def test_a_report_uses_the_seeds_every_method_finished(tmp_path, capsys):
     spec = single_group_spec(ENV, SMALL, ["tepa", "no-memory"], range(3))
     with Store.open(path) as store:
         tepa, nomem = store.add_cells(spec.cells)
-        episodes, _ = run_batch([(tepa, ENV, SMALL, "tepa", s, {}) for s in range(3)]
-                                + [(nomem, ENV, SMALL, "no-memory", s, {}) for s in (0, 2)])
+        episodes, _ = run_batch([(tepa, Job.resolve(ENV, "tepa", s, env_kwargs=SMALL)) for s in range(3)]
+                                + [(nomem, Job.resolve(ENV, "no-memory", s, env_kwargs=SMALL)) for s in (0, 2)])
         store.add_episodes(episodes)
     assert main(["report", str(path), "--out", str(tmp_path / "out")]) == 0
     assert "1 episodes left out" in capsys.readouterr().err

@@ -3,7 +3,6 @@ after ``kill -9`` (identical results, no duplicate rows, an intact store), Ctrl-
 and reports from a store identical to ``tepa-bench run``'s files."""
 
 import json
-import os
 import re
 import signal
 import sqlite3
@@ -14,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import tepa_envs.agents.evaluation.sweep as sweep
+import tepa_envs.agents.evaluation.cli.commands as commands
 from tepa_envs.agents.evaluation.cli import main
-from tepa_envs.agents.evaluation.spec import SpecError, load_spec, parse_spec
+from tepa_envs.agents.evaluation.engine.spec import SpecError, load_spec, parse_spec
 
 SPEC = """
 name = "small"
@@ -128,7 +127,7 @@ def test_a_bad_spec_is_one_line_exit_2_before_any_work(tmp_path, monkeypatch, ca
     def no_work(*args, **kwargs):
         raise AssertionError("work started before the spec was checked")
 
-    monkeypatch.setattr(sweep, "execute", no_work)
+    monkeypatch.setattr(commands, "execute", no_work)
     store = tmp_path / "r.db"
     assert main(["sweep", str(_bad(tmp_path, text)), "--store", str(store), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()

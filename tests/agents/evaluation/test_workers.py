@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-import tepa_envs.agents.evaluation.pool as pool
+import tepa_envs.agents.evaluation.engine.backends as backends
 from tepa_envs.agents.evaluation.cli import main
-from tepa_envs.agents.evaluation.harness import JobError, run_jobs
+from tepa_envs.agents.evaluation.engine.executor import run_jobs
+from tepa_envs.agents.evaluation.engine.pool import JobError
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
 
@@ -88,7 +89,7 @@ def test_killed_workers_remove_their_sandboxes(tmp_path):
 
 
 def test_workers_exit_without_prctl_through_the_portable_fallback(tmp_path):
-    prelude = "import tepa_envs.agents.evaluation.pool as h; h._PR_SET_PDEATHSIG = 0  # prctl(0): a no-op\n"
+    prelude = "import tepa_envs.agents.evaluation.engine.pool as h; h._PR_SET_PDEATHSIG = 0  # prctl(0): a no-op\n"
     workers, outlived, _ = _kill_parent_and_wait_for_workers(tmp_path, "TEPA/RegimeDrift-v0", prelude)
     assert not any(running(w) for w in workers) and outlived < 5.0
 
@@ -99,13 +100,13 @@ def _pid(job):
 
 def test_never_more_workers_than_jobs(monkeypatch):
     sizes = []
-    real = pool.ProcessPoolExecutor
+    real = backends.ProcessPoolExecutor
 
     def recording(max_workers=None, **kwargs):
         sizes.append(max_workers)
         return real(max_workers=max_workers, **kwargs)
 
-    monkeypatch.setattr(pool, "ProcessPoolExecutor", recording)
+    monkeypatch.setattr(backends, "ProcessPoolExecutor", recording)
     assert len(run_jobs([1, 2, 3], _pid, 64)) == 3
     assert sizes == [3]
     assert run_jobs([1], _pid, 64) == [os.getpid()]  # one job: no pool at all

@@ -1,0 +1,172 @@
+"""``tepa-bench``'s parser and entry point: every command, and one-line errors with exit statuses."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from concurrent.futures.process import BrokenProcessPool
+from importlib.metadata import PackageNotFoundError, version
+from typing import Sequence
+
+import tepa_envs
+from tepa_envs.agents.evaluation.analysis.paper import REPRODUCIBLE
+from tepa_envs.agents.evaluation.cli.arguments import MAX_SEEDS, UsageError
+from tepa_envs.agents.evaluation.cli.commands import (
+    cmd_clean, cmd_list, cmd_readme, cmd_report, cmd_reproduce, cmd_run, cmd_sweep,
+)
+from tepa_envs.agents.evaluation.cli.suite import add_parser as add_suite_parser
+from tepa_envs.agents.evaluation.engine.backends import BackendError
+from tepa_envs.agents.evaluation.engine.pool import JobError
+from tepa_envs.agents.evaluation.engine.spec import SpecError
+from tepa_envs.agents.evaluation.engine.store import StoreError
+
+USAGE = """``tepa-bench``: evaluate memory methods on TEPA environments with paired statistics.
+
+    tepa-bench reproduce controlled|executable|preference|facts|all [--seeds N] [--workers K] [--out DIR]
+                         [--alpha A]
+    tepa-bench run ENV_ID --methods tepa,lww,my.pkg:MyMemory [--seeds N] [--workers K] [--out DIR] [--alpha A]
+                   [--store results.db]
+    tepa-bench sweep SPEC.toml --store results.db [--backend local|ray] [--workers K] [--ray-address ADDR]
+                     [--dry-run] [--out DIR]
+    tepa-bench report results.db --out DIR [--alpha A]
+    tepa-bench suite [--seeds N] [--workers K] [--out DIR] [--alpha A] [--methods all,my.pkg:MyMemory]
+    tepa-bench list
+    tepa-bench --version
+"""
+
+
+def installed_version() -> str:
+    """The installed distribution's version (``importlib.metadata``); the package's
+    ``__version__`` when it is imported from a checkout that is not installed."""
+    try:
+        return version("tepa-envs")
+    except PackageNotFoundError:
+        return tepa_envs.__version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tepa-bench", description=USAGE,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tepa-bench {installed_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, default_seeds: int | None) -> None:
+        p.add_argument("--seeds", type=int, default=default_seeds,
+                       help=(f"number of seeds (0..N-1), at most {MAX_SEEDS:,}" if default_seeds is not None else
+                             "seeds before the precision rule extends them (default: the protocol's 1,000; "
+                             f"at most {MAX_SEEDS:,})"))
+        p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                       help="worker processes; results do not depend on it")
+        p.add_argument("--out", help="directory for results.json, results.csv, drift_metrics.csv, success.png and "
+                                    "manifest.json "
+                                    "(written last: sha256 of every file; created if missing, checked before "
+                                    "any work)")
+        p.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
+        p.add_argument("--alpha", type=float, default=0.05,
+                       help="significance level: a comparison is significant when its Holm–Bonferroni "
+                            "adjusted p-value (over all comparisons of the run) is below ALPHA; "
+                            "recorded in results.json (default: %(default)s)")
+
+    reproduce = sub.add_parser("reproduce", help="run the benchmark protocol behind the README's tables")
+    reproduce.add_argument("setting", help="one of: " + ", ".join(REPRODUCIBLE) + ", all")
+    common(reproduce, None)
+    reproduce.add_argument("--quick", action="store_true",
+                           help="a tiny protocol for smoke tests (20 seeds); its numbers are not headline numbers")
+    reproduce.add_argument("--full", action="store_true",
+                           help="the full benchmark protocol behind the README's tables (1,000+ seeds to a 95%% "
+                                "half-width of 0.015; controlled: about 5 minutes on 2 cores). Default: the "
+                                "standard size (400+ seeds to 0.03; controlled: about a minute)")
+    reproduce.set_defaults(func=cmd_reproduce, out="results")
+
+    readme = sub.add_parser("readme", help="regenerate the README's tables from a reproduce directory")
+    readme.add_argument("results", help="the --out directory of `tepa-bench reproduce all`")
+    readme.add_argument("--readme", default="README.md", help="the README to update (default README.md)")
+    readme.set_defaults(func=cmd_readme, quiet=False)
+
+    run = sub.add_parser("run", help="evaluate any methods on any registered environment")
+    run.add_argument("env_id")
+    run.add_argument("--methods", required=True,
+                     help="comma-separated names or import paths 'package.module:ClassName'; "
+                          "'all' for every shipped method")
+    run.add_argument("--env-kwargs", help="JSON object of environment kwargs")
+    run.add_argument("--reader", choices=("simulated", "local-lm", "openai"), default="simulated",
+                     help="who reads the memory's records: the simulated EvidenceReader (default), a packaged "
+                          "language model on the CPU (local-lm), or an OpenAI-compatible endpoint (openai; "
+                          "--reader-kwargs '{\"model\": ..., \"base_url\": ...}')")
+    run.add_argument("--reader-kwargs", help="JSON object overriding the reader's parameters for every "
+                     "method alike, e.g. '{\"follow_prob\": 0.99}'")
+    common(run, 10)
+    run.add_argument("--store", help="SQLite results store to write through (default: a temporary one); "
+                     "a rerun skips the episodes it holds, so a killed run resumes")
+    run.set_defaults(func=cmd_run)
+
+    add_suite_parser(sub, common)
+
+    sweep = sub.add_parser("sweep", help="run a TOML sweep spec (envs x kwargs grids x methods x reader grids "
+                           "x seeds) into a resumable SQLite store")
+    sweep.add_argument("spec", help="the sweep spec (TOML; see the README's Sweeps section)")
+    sweep.add_argument("--store", required=True, help="SQLite results store (created if missing); a rerun skips "
+                       "the episodes it already holds")
+    sweep.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="local process pool (default) or Ray (pip install \"tepa-envs[ray]\")")
+    sweep.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                       help="local worker processes, or the CPUs of a local Ray (default: the machine's cores); "
+                            "results do not depend on it")
+    sweep.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else a local Ray)")
+    sweep.add_argument("--batch", type=int, help="episodes per task (default: chosen from the sweep's size)")
+    sweep.add_argument("--dry-run", action="store_true", help="print the cells and the episode count, run nothing")
+    sweep.add_argument("--out", help="also write the report (as `tepa-bench report`) into this directory")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
+    sweep.set_defaults(func=cmd_sweep)
+
+    report = sub.add_parser("report", help="results.json, results.csv, success.png per group, from a store")
+    report.add_argument("store", help="a SQLite store written by `tepa-bench sweep` or `run --store`")
+    report.add_argument("--out", required=True, help="directory for the files (one directory per group when the "
+                        "store holds several)")
+    report.add_argument("--alpha", type=float, default=None,
+                        help="significance level (default: the latest sweep's, 0.05 unless its spec says)")
+    report.add_argument("--n-perm", type=int, default=None, help="Monte Carlo sign patterns (default: the spec's)")
+    report.set_defaults(func=cmd_report, quiet=False)
+
+    listing = sub.add_parser("list", help="list environments, methods and settings")
+    listing.set_defaults(func=cmd_list, quiet=False)
+
+    clean = sub.add_parser("clean", help="remove FileOps sandboxes left behind by processes that are gone")
+    clean.add_argument("--dir", action="append",
+                       help="directory to scan (repeatable; default: /dev/shm when usable and the temp dir)")
+    clean.set_defaults(func=cmd_clean, quiet=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if getattr(args, "seeds", None) is not None and not 1 <= args.seeds <= MAX_SEEDS:
+            raise UsageError(f"--seeds must be between 1 and {MAX_SEEDS:,}, got {args.seeds}")
+        if getattr(args, "workers", 1) < 1:
+            raise UsageError(f"--workers must be >= 1, got {args.workers}")
+        if getattr(args, "alpha", None) is not None and not 0.0 < args.alpha < 1.0:
+            raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
+        if args.command == "reproduce" and args.setting not in (*REPRODUCIBLE, "all"):
+            raise UsageError(f"unknown setting {args.setting!r}; valid: {', '.join(REPRODUCIBLE)}, all")
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        return args.func(args)
+    except (UsageError, SpecError, StoreError, BackendError) as exc:
+        print(f"tepa-bench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tepa-bench: interrupted", file=sys.stderr)
+        return 130
+    except JobError as exc:  # a method (or environment) raised inside a job: one line, not a pool traceback
+        print(f"tepa-bench: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenProcessPool as exc:
+        print(f"tepa-bench: error: a worker process died ({exc})", file=sys.stderr)
+        return 1
+
+
+__all__ = ["USAGE", "build_parser", "installed_version", "main"]

@@ -1,0 +1,133 @@
+"""Recording the drift metrics' trace: an observer of the one episode loop.
+
+:class:`DriftTracer` subscribes to :func:`~tepa_envs.agents.readers.agent.run_episode`
+(:class:`~tepa_envs.agents.readers.agent.EpisodeObserver`): per scored task it notes
+the key, the oracle's correct value, the value the memory showed (the first
+retrieval for the task's key while the agent decides it, exactly the records the
+memory returned) and the value chosen; at the episode's end, the memory's audit
+log of revocations when it keeps one. It never changes a decision, wraps no
+environment and patches no memory. The metrics themselves are computed in
+:mod:`~tepa_envs.agents.evaluation.analysis.drift_metrics`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from tepa_envs.agents.evaluation.analysis.drift_metrics import REVOKED, EpisodeTrace
+from tepa_envs.agents.readers.agent import EpisodeObserver, EpisodeResult, MemoryAgent, run_episode
+from tepa_envs.agents.readers.task_access import TaskAccess, task_access
+
+
+class DriftTracer(EpisodeObserver):
+    """Records one episode's :class:`~tepa_envs.agents.evaluation.analysis.drift_metrics.EpisodeTrace`
+    (:attr:`trace`). Kept cheap (it watches every step of every episode ``tepa-bench run``
+    evaluates): a scored step notes one tuple, appended to the trace at the episode's
+    end; a key's choices and their actions are looked up once per episode."""
+
+    def __init__(self) -> None:
+        self.trace = EpisodeTrace()
+        self.agent: MemoryAgent | None = None
+        self.task: TaskAccess | None = None
+        self.key = ""
+        """The presented task's key (``info["key"]``)."""
+        self.pending_shown = ""
+        self.retrieved = False
+        self._choices: dict[str, tuple[str, ...]] = {}
+        self._values: dict[str, dict[Any, str]] = {}
+        self._scored: list[tuple[str, Any, str, str]] = []
+
+    def on_reset(self, env: gym.Env, agent: MemoryAgent, info: Mapping[str, Any]) -> None:
+        self.agent, self.task = agent, task_access(env)
+        self.key, self.pending_shown, self.retrieved = info.get("key", ""), "", False
+        self._choices, self._values = {}, {}  # a key's choices may differ between episodes
+
+    def key_choices(self, key: str) -> tuple[str, ...]:
+        """The environment's choices for ``key``, asked once per episode."""
+        choices = self._choices.get(key)
+        if choices is None:
+            assert self.task is not None
+            choices = self._choices[key] = tuple(self.task.choices(key))
+        return choices
+
+    def on_retrieve(self, key: str, context: str, records: list[Any]) -> None:
+        """The first retrieval for the presented task's key: what it shows."""
+        if self.retrieved or key != self.key:
+            return
+        self.retrieved = True
+        choices = self.key_choices(key)
+        for r in records:
+            if not choices or r.value in choices:
+                self.pending_shown = r.value
+                return
+
+    def on_step(self, info_before: Mapping[str, Any], action: Any, info_after: Mapping[str, Any]) -> None:
+        key = self.key
+        values = self._values.get(key)
+        if values is None:
+            values = self._values[key] = self._actions_of(key)
+        if "success" in info_after:
+            correct = info_before.get("oracle", {}).get("correct", "")
+            self._scored.append((key, correct, self.pending_shown, _value_of(values, action)))
+        self.key, self.pending_shown, self.retrieved = info_after.get("key", ""), "", False
+
+    def on_episode_end(self, result: EpisodeResult) -> None:
+        if self._scored:
+            keys, correct, shown, chosen = zip(*self._scored)
+            self.trace.keys.extend(keys)
+            self.trace.correct.extend(c if type(c) is str else str(c) for c in correct)
+            self.trace.shown.extend(shown)
+            self.trace.chosen.extend(chosen)
+            self._scored = []
+        assert self.agent is not None
+        log = getattr(self.agent.memory, "audit_log", None)
+        if isinstance(log, (tuple, list)):
+            self.trace.revocations = [(int(e.t), e.key, e.value) for e in log
+                                      if str(getattr(e.to_state, "value", e.to_state)) == REVOKED]
+
+    def _actions_of(self, key: str) -> dict[Any, str]:
+        assert self.task is not None
+        to_action = self.task.to_action
+        return {_hashable(to_action(value)): value for value in self.key_choices(key)}
+
+
+def _value_of(values: Mapping[Any, str], action: Any) -> str:
+    """The value whose action is ``action`` (``values``: action -> value of the key's
+    choices), else the action itself when it is a string (free text), else ``""``."""
+    if type(action) is int or type(action) is str:  # the common actions, their own dict keys
+        found = values.get(action)
+    else:
+        found = values.get(_hashable(action))
+    if found is not None:
+        return found
+    return action if isinstance(action, str) else ""
+
+
+def _hashable(action: Any) -> Any:
+    """An action as a dict key (array actions by their bytes)."""
+    if isinstance(action, np.ndarray):
+        return (action.dtype.str, action.shape, action.tobytes())
+    if isinstance(action, np.generic):
+        return action.item()
+    try:
+        hash(action)
+    except TypeError:
+        return repr(action)
+    return action
+
+
+def trace_episode(env: gym.Env, agent: MemoryAgent, seed: int, *,
+                  decide_phases: tuple[int, ...] | None = None,
+                  observers: Sequence[EpisodeObserver] = ()) -> tuple[EpisodeResult, EpisodeTrace]:
+    """:func:`~tepa_envs.agents.readers.agent.run_episode` of ``agent`` on ``env`` with the
+    metrics' trace recorded by a :class:`DriftTracer` (the episode result is unchanged);
+    ``observers`` watch the episode too."""
+    tracer = DriftTracer()
+    result = run_episode(env, agent, seed, decide_phases=decide_phases, observers=(tracer, *observers))
+    return result, tracer.trace
+
+
+__all__ = ["DriftTracer", "trace_episode"]

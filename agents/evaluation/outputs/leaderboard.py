@@ -1,0 +1,143 @@
+"""The suite's outputs: the leaderboard (markdown, the README's ``suite-leaderboard``
+block), the heatmap, and the files of a suite directory, written atomically.
+
+``suite.json`` is the dict :func:`~tepa_envs.agents.evaluation.analysis.leaderboard.analyse`
+returns (layout in :mod:`~tepa_envs.agents.evaluation.studies.suite`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tepa_envs.agents.evaluation.analysis.leaderboard import BASELINE, OVERALL
+from tepa_envs.agents.evaluation.analysis.statistics import EXACT_MAX_SEEDS, smallest_p_value
+from tepa_envs.agents.evaluation.outputs.drift_tables import metrics_markdown
+from tepa_envs.agents.evaluation.outputs.files import begin_run, write_figure_atomic, write_json_atomic
+from tepa_envs.agents.evaluation.outputs.files import write_manifest, write_text_atomic
+from tepa_envs.agents.evaluation.outputs.report import ceil_2sig
+from tepa_envs.agents.evaluation.outputs.tables import markdown_table
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f}"
+
+
+def leaderboard_markdown(data: dict[str, Any]) -> str:
+    """The leaderboard as markdown: the rank table, overall success per scenario with CIs,
+    reversal-phase success, and the pairs not significantly different anywhere."""
+    scenarios = data["scenarios"]
+    methods, oracles = data["methods"], set(data["oracles"])
+    contenders = [m for m in methods if m not in oracles]
+    ranks = data["ranks"]
+    ordered = sorted(contenders, key=lambda m: (ranks[m]["mean_rank"], contenders.index(m)))
+    n_scen = len(scenarios)
+    rows = []
+    for m in ordered:
+        wins = [s["short"] for s in scenarios if s["best"] == m or m in s["within_ci_of_best"]]
+        below = [f"{s['short']} ({', '.join(s['below_no_memory_in_reversal'][m])})" for s in scenarios
+                 if m in s["below_no_memory_in_reversal"]]
+        rows.append([m, f"{_f(ranks[m]['mean_rank'], 2)} [{_f(ranks[m]['ci_low'], 2)}, {_f(ranks[m]['ci_high'], 2)}]",
+                     f"{len(wins)}/{n_scen}", ", ".join(below) or "none"])
+    out = ["**Rank table** (non-oracle methods; rank 1 = best overall success on a scenario, averaged over "
+           f"the {n_scen} scenarios; 95 % bootstrap CI over seeds):\n\n",
+           markdown_table(["method", "mean rank [95% CI]", "best or within CI of best",
+                   "significantly below no memory in a reversal phase"], rows)]
+    header = ["method"] + [s["short"] for s in scenarios]
+    rows = []
+    for m in methods:
+        row = [m + (" (oracle)" if m in oracles else "")]
+        for s in scenarios:
+            cell = s["success"][m][OVERALL]
+            text = f"{_f(cell['mean'])} ({_f(cell['ci_low'], 2)}–{_f(cell['ci_high'], 2)})"
+            if s["best"] == m:
+                text = f"**{text}**"
+            elif m in s["within_ci_of_best"]:
+                text += " ≈"
+            row.append(text)
+        rows.append(row)
+    out += ["\n**Overall success per scenario** (mean over seeds, 95 % CI; **bold**: best non-oracle; "
+            "≈: the 95 % CI of the paired difference to the best reaches 0):\n\n", markdown_table(header, rows)]
+    reversal = [(s, p) for s in scenarios for p in s["reversal_phases"]]
+    if reversal:
+        header = ["method"] + [f"{s['short']}: {p}" for s, p in reversal]
+        rows = []
+        for m in methods:
+            row = [m + (" (oracle)" if m in oracles else "")]
+            for s, p in reversal:
+                text = _f(s["success"][m][p]["mean"])
+                if p in s["below_no_memory_in_reversal"].get(m, []):
+                    text += " ↓"
+                row.append(text)
+            rows.append(row)
+        out += ["\n**Reversal phases** (every key changes at the phase's start; mean success; ↓: significantly "
+                f"below {BASELINE}):\n\n", markdown_table(header, rows)]
+    never = data["pairs_never_significant"]
+    floor = data["n_comparisons"] * smallest_p_value(len(data["seeds"]), data["n_perm"])
+    exact = len(data["seeds"]) <= EXACT_MAX_SEEDS
+    out.append(f"\n**Pairs not significantly different on any scenario** ({len(never)}): "
+               + ("; ".join(f"{a} – {b}" for a, b in never) if never else "none") + ".\n")
+    out.append(f"\n{len(data['seeds'])} seeds per scenario, paired; {data['n_comparisons']} comparisons (every "
+               f"non-oracle pair on each scenario's overall success, every method against {BASELINE} on each "
+               "reversal phase), two-sided sign-flip tests "
+               + ("(exact)" if exact else f"with {data['n_perm']:,} sign patterns")
+               + f", Holm–Bonferroni over all of them, α = {data['alpha']} (smallest attainable corrected p "
+               f"{ceil_2sig(min(1.0, floor))}"
+               + ("; with so few seeds nothing can be significant" if floor >= data["alpha"] else "") + ").\n")
+    return "".join(out)
+
+
+def plot_heatmap(data: dict[str, Any], path: Path) -> None:
+    """Overall success, methods × scenarios, annotated; the best non-oracle per scenario boxed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios, methods = data["scenarios"], data["methods"]
+    grid = np.array([[s["success"][m][OVERALL]["mean"] for s in scenarios] for m in methods])
+    fig, ax = plt.subplots(figsize=(1.2 * len(scenarios) + 3, 0.42 * len(methods) + 1.6), dpi=110)
+    image = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(len(scenarios)), [s["short"] for s in scenarios], rotation=30, ha="right")
+    ax.set_yticks(range(len(methods)), methods)
+    for i, m in enumerate(methods):
+        for j, s in enumerate(scenarios):
+            ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    color="black" if grid[i, j] > 0.6 else "white",
+                    fontweight="bold" if s["best"] == m else "normal")
+            if s["best"] == m:
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
+    fig.colorbar(image, ax=ax, label="overall success")
+    ax.set_title(f"tepa-bench suite: overall success ({len(data['seeds'])} seeds; red: best non-oracle)")
+    fig.tight_layout()
+    write_figure_atomic(fig, path)
+
+
+def write_suite(data: dict[str, Any], out: Path, *, elapsed_s: float | None = None) -> list[str]:
+    """Write ``suite.json``, ``leaderboard.md``, ``heatmap.png`` and, last, ``manifest.json``."""
+    begin_run(out)
+    write_json_atomic(out / "suite.json", data)
+    write_text_atomic(out / "leaderboard.md", leaderboard_markdown(data))
+    write_text_atomic(out / "metrics.md", metrics_markdown(data))
+    plot_heatmap(data, out / "heatmap.png")
+    files = ["suite.json", "leaderboard.md", "metrics.md", "heatmap.png"]
+    extra = {} if elapsed_s is None else {"elapsed_s": round(elapsed_s, 1)}
+    write_manifest(out, files, seeds=data["seeds"], methods=data["methods"], setting="suite",
+                   scenarios=[s["env_id"] for s in data["scenarios"]], alpha=data["alpha"], **extra)
+    return files
+
+
+def readme_table(directory: Path) -> str:
+    """The README's ``suite-leaderboard`` block from a suite directory (``suite.json``)."""
+    return leaderboard_markdown(json.loads((Path(directory) / "suite.json").read_text()))
+
+
+def readme_metrics(directory: Path) -> str:
+    """The README's ``suite-metrics`` block from a suite directory (``suite.json``)."""
+    return metrics_markdown(json.loads((Path(directory) / "suite.json").read_text()))
+
+
+__all__ = ["leaderboard_markdown", "plot_heatmap", "readme_metrics", "readme_table", "write_suite"]

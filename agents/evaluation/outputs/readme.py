@@ -1,0 +1,247 @@
+"""``tepa-bench readme``: the README's result tables, generated from a ``reproduce`` directory.
+
+The README marks each generated table with ``<!-- begin:NAME -->`` and
+``<!-- end:NAME -->``; :func:`update_readme` replaces what lies between them and
+nothing else, so no number in a table is typed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from tepa_envs.agents.evaluation.outputs.facts_tables import facts_markdown
+from tepa_envs.agents.evaluation.outputs.files import check_manifest, write_text_atomic
+from tepa_envs.agents.evaluation.outputs.leaderboard import readme_metrics, readme_table
+from tepa_envs.agents.evaluation.outputs.report import format_p
+from tepa_envs.agents.evaluation.outputs.tables import markdown_table
+
+SHORT_PHASES = {"stable": "stable", "light_drift": "light drift", "full_reversal": "full reversal",
+                "partial_return": "partial return", "overall": "overall"}
+MARKER = re.compile(r"(<!-- begin:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- end:(?P=name) -->)", re.S)
+
+
+def _load(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _p(comparison: dict[str, Any]) -> str:
+    return format_p(comparison["p_holm"], comparison.get("p_at_floor", False))
+
+
+def setting_table(directory: Path, phases: tuple[str, ...]) -> str:
+    """Every method: success with 95 % CI and block range per phase, trials, MPI, limit gap, paper."""
+    results = _load(directory / "results.json")
+    protocol = _load(directory / "protocol.json")
+    focus = protocol["focus_phase"]
+    limit = protocol["limits"]["oracle_reset_perfect_reader"]
+    limit_focus = _phase_value(limit, results, focus)
+    header = ["method"] + [f"{SHORT_PHASES[p]} [95% CI] (50-seed blocks)" for p in phases]
+    header += ["trials / episode", f"MPI ({SHORT_PHASES[focus]})", f"gap to limit ({SHORT_PHASES[focus]})", "paper"]
+    rows = []
+    for method in results["methods"]:
+        row = [method]
+        for phase in phases:
+            cell = results["summary"][method][phase]
+            blocks = protocol["methods"][method]["phases"][phase]
+            spread = ("" if blocks["block_min"] is None
+                      else f" ({_f(blocks['block_min'], 2)}–{_f(blocks['block_max'], 2)})")
+            row.append(f"{_f(cell['mean'])} [{_f(cell['ci_low'])}, {_f(cell['ci_high'])}]{spread}")
+        trials = protocol["trials_per_episode"].get(method, 0.0)
+        row.append(f"{trials:.1f}" if trials else "0")
+        row.append(_f(results["summary"][method][focus].get("mpi"), 2))
+        row.append(f"{results['summary'][method][focus]['mean'] - limit_focus:+.3f}")
+        row.append(_f(results.get("paper", {}).get(method, {}).get(focus)))
+        rows.append(row)
+    widest = max(m["max_half_width"] for m in protocol["methods"].values())
+    note = (f"\n{protocol['seeds']} seeds (cap {protocol['seed_cap']}); the widest 95 % CI half-width of any "
+            f"method on any phase is {widest:.4f} (target {protocol['max_half_width']}). Limit on "
+            f"{SHORT_PHASES[focus]}: oracle reset with a perfect reader (`follow_prob = 1`) "
+            f"{limit_focus:.3f}, with this reader {_phase_value(protocol['limits']['oracle_reset'], results, focus):.3f}.\n")
+    return markdown_table(header, rows) + note
+
+
+def _phase_value(by_index: dict[str, float], results: dict[str, Any], phase: str) -> float:
+    """A value keyed by phase index (``"None"``: the whole stream), looked up by phase name."""
+    return by_index["None"] if phase == "overall" else by_index[str(results["phases"].index(phase))]
+
+
+def comparisons_table(directory: Path, pairs: list[tuple[str, str]]) -> str:
+    """Paired differences (method − baseline) per phase, with Holm-corrected p."""
+    results = _load(directory / "results.json")
+    found = {(c["method"], c["baseline"], c["phase"]): c for c in results["comparisons"]}
+    rows = []
+    for method, baseline in pairs:
+        for phase in ("full_reversal", "overall"):
+            c = found.get((method, baseline, phase))
+            if c is None:
+                continue
+            rows.append([f"{method} − {baseline}", SHORT_PHASES[phase],
+                         f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]", _p(c),
+                         "yes" if c["significant"] else "no"])
+    alpha = results.get("alpha", 0.05)
+    return (markdown_table(["difference", "phase", "mean [95% CI]", "Holm p", f"significant at α = {alpha}"], rows)
+            + f"\nHolm–Bonferroni over all {len(results['comparisons'])} comparisons of the run.\n")
+
+
+def findings_table(results_dir: Path, names: tuple[str, ...]) -> str:
+    """Per setting, every method whose success on the focus phase is above TEPA's, paired by seed."""
+    rows = []
+    for name in names:
+        results = _load(results_dir / name / "results.json")
+        if results is None:
+            continue
+        focus = results["setting_focus_phase"] if "setting_focus_phase" in results else (
+            "overall" if name == "preference" else "full_reversal")
+        tepa = results["summary"]["tepa"][focus]["mean"]
+        above = [c for c in results["comparisons"]
+                 if c["baseline"] == "tepa" and c["phase"] == focus and c["diff"] >= 0.0005]
+        for c in sorted(above, key=lambda c: -c["diff"]):
+            rows.append([name, SHORT_PHASES[focus], f"{tepa:.3f}", c["method"],
+                         f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]", _p(c),
+                         "yes" if c["significant"] else "no"])
+        if not above:
+            rows.append([name, SHORT_PHASES[focus], f"{tepa:.3f}", "(none)", "—", "—", "—"])
+    table = markdown_table(["setting", "phase", "TEPA", "method above TEPA", "method − TEPA [95% CI]", "Holm p",
+                    "significant"], rows)
+    studies = []
+    for path, label, key in ((results_dir / "controlled" / "n_keys.json", "controlled, n_keys = {}",
+                              "full_reversal_success"),
+                             (results_dir / "controlled" / "key_noise.json", "controlled, {:.0%} noisy keys",
+                              "full_reversal_success"),
+                             (results_dir / "preference" / "main_profile_share.json",
+                              "preference, main_profile_share = {}", "overall_success")):
+        study = _load(path)
+        if study is None:
+            continue
+        for i, level in enumerate(study["levels"]):
+            tepa = study[key]["tepa"][i]
+            above = sorted(((values[i] - tepa, method) for method, values in study[key].items()
+                            if method != "oracle-reset" and values[i] - tepa >= 0.0005), reverse=True)
+            studies.append([label.format(level), "overall" if key == "overall_success" else "full reversal",
+                            f"{tepa:.3f}", ", ".join(f"{m} {d:+.3f}" for d, m in above) or "(none)",
+                            str(study["seeds"])])
+    if not studies:
+        return table
+    return (table + "\nSecondary studies (means over seeds, not paired-tested; the oracle bound left out):\n\n"
+            + markdown_table(["study", "phase", "TEPA", "methods above TEPA (difference)", "seeds"], studies))
+
+
+def study_table(path: Path, levels_label: Callable[[Any], str]) -> str:
+    data = _load(path)
+    header = ["method"] + [levels_label(level) for level in data["levels"]]
+    rows = [[m] + [_f(x) for x in values] for m, values in data["full_reversal_success"].items()]
+    paper = data.get("paper") or {}
+    for method, values in paper.items():
+        rows.append([f"{method} (paper)"] + [_f(x) for x in values])
+    return markdown_table(header, rows) + f"\n{data['seeds']} seeds per cell; full-reversal success.\n"
+
+
+def robustness_table(path: Path) -> str:
+    data = _load(path)
+    rows = []
+    for row in data["rows"]:
+        reader = ", ".join(f"{k} = {v}" for k, v in row["reader"].items())
+        ranking = row["ranking"]
+        tau = row["kendall_tau"]
+        rows.append([reader, " > ".join(ranking[:4]), str(ranking.index("tepa") + 1), _f(tau, 2)])
+    return (markdown_table(["reader", "best four (focus phase)", "TEPA's rank", "Kendall τ vs default"], rows)
+            + f"\n{data['seeds']} seeds per reader setting; τ compares every method's mean success "
+              f"with the default reader's ({', '.join(f'{k} = {v}' for k, v in data['default_reader'].items())}).\n")
+
+
+def ablation_table(path: Path) -> str:
+    data = _load(path)
+    base = data["success"]["tepa"]
+    with_overall = data["focus_phase"] != "overall"
+    rows = [[label, json.dumps(kwargs) if kwargs else "(v0 defaults)", _f(data["success"][label]),
+             f"{data['success'][label] - base:+.3f}"] + ([_f(data["overall"][label])] if with_overall else [])
+            for label, kwargs in data["variants"].items()]
+    header = ["variant", "choice", SHORT_PHASES[data["focus_phase"]], "vs tepa"] + (["overall"] if with_overall else [])
+    return markdown_table(header, rows) + f"\n{data['seeds']} seeds, paired.\n"
+
+
+def trial_cost_table(path: Path) -> str:
+    data = _load(path)
+    free, task = data["modes"]["free"], data["modes"]["task"]
+    focus = SHORT_PHASES[data["focus_phase"]]
+    with_overall = data["focus_phase"] != "overall"
+    rows = [[m, _f(free["success"][m]), _f(task["success"][m])]
+            + ([_f(free["overall"][m]), _f(task["overall"][m])] if with_overall else [])
+            + [f"{free['trials_per_episode'][m]:.1f}"] for m in free["success"]]
+    header = (["method", f"{focus}, free trials", f"{focus}, trial = a task"]
+              + (["overall, free", "overall, trial = a task"] if with_overall else []) + ["trials / episode"])
+    return markdown_table(header, rows) + f"\n{data['seeds']} seeds.\n"
+
+
+def facts_table(path: Path) -> str:
+    return facts_markdown(_load(path))
+
+
+def tables(results_dir: Path) -> dict[str, str]:
+    """Every generated table by marker name (those whose inputs exist in ``results_dir``).
+
+    Every setting directory read must hold a complete run (its manifest matches its
+    files); a torn or hand-edited directory raises :class:`ManifestError`."""
+    for name in ("controlled", "executable", "preference", "facts"):
+        if (results_dir / name).is_dir():
+            check_manifest(results_dir / name)
+    out: dict[str, str] = {}
+    for name in ("controlled", "executable", "preference"):
+        directory = results_dir / name
+        if not (directory / "results.json").exists():
+            continue
+        out[name] = setting_table(directory, ("full_reversal", "overall"))
+        out[f"{name}-comparisons"] = comparisons_table(directory, [
+            ("tepa", "append-only"), ("tepa", "no-memory"), ("lww", "no-memory"), ("reactive-forgetting", "no-memory"),
+            ("tepa-full", "no-memory"), ("append-only", "no-memory")])
+        if (directory / "robustness.json").exists():
+            out[f"{name}-robustness"] = robustness_table(directory / "robustness.json")
+        if (directory / "ablation.json").exists():
+            out[f"{name}-ablation"] = ablation_table(directory / "ablation.json")
+        if (directory / "trial_cost.json").exists():
+            out[f"{name}-trial-cost"] = trial_cost_table(directory / "trial_cost.json")
+    if any((results_dir / name / "results.json").exists() for name in ("controlled", "executable", "preference")):
+        out["findings"] = findings_table(results_dir, ("controlled", "executable", "preference"))
+    controlled = results_dir / "controlled"
+    if (controlled / "key_noise.json").exists():
+        out["key-noise"] = study_table(controlled / "key_noise.json", lambda x: f"{x:.0%} noisy keys")
+    if (controlled / "n_keys.json").exists():
+        out["n-keys"] = study_table(controlled / "n_keys.json", lambda x: f"n_keys = {x}")
+    share = results_dir / "preference" / "main_profile_share.json"
+    if share.exists():
+        out["main-profile-share"] = study_table(share, lambda x: f"main_profile_share = {x}")
+    if (results_dir / "facts" / "results.json").exists():
+        out["facts"] = facts_table(results_dir / "facts" / "results.json")
+    if (results_dir / "suite" / "suite.json").exists():  # `tepa-bench suite --out results/suite`
+        check_manifest(results_dir / "suite")
+        out["suite-leaderboard"] = readme_table(results_dir / "suite")
+        if all("metrics" in s for s in _load(results_dir / "suite" / "suite.json")["scenarios"]):
+            out["suite-metrics"] = readme_metrics(results_dir / "suite")
+    return out
+
+
+def update_readme(readme: Path, results_dir: Path) -> list[str]:
+    """Replace every marked table whose inputs exist; returns the names replaced."""
+    generated = tables(results_dir)
+    text = readme.read_text()
+    replaced: list[str] = []
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in generated:
+            return match.group(0)
+        replaced.append(name)
+        return match.group(1) + generated[name] + match.group(4)
+
+    new_text = MARKER.sub(substitute, text)
+    if new_text != text:
+        write_text_atomic(readme, new_text)
+    return replaced
+

@@ -1,0 +1,292 @@
+"""FactConsolidation: every method on synthetic and on the official MemoryAgentBench rows.
+
+Each cell is one data source (``synthetic``: :mod:`tepa_envs.facts.data`;
+``real``: an official row found in the data folder), split and length of
+``TEPA/FactConsolidation-v0``. Every method gets the same front-end: the
+environment's fact extraction (frames induced from the record,
+:mod:`tepa_envs.facts.extraction`) and the reader's question understanding
+(a chain of hops through the memory, :mod:`tepa_envs.agents.readers.questions`);
+methods differ only in what their memory keeps valid and how it ranks. The
+paper's own front-end for append-only (lexical BM25 top-k over the stored
+facts) is a separately named row, ``append-only-bm25``. A cell's score is the
+mean substring exact match over the split's questions, one answer per
+question; the agent decides on question steps only.
+
+Per question the runs keep their provenance (the chain's keys, the values the
+memory returned, the serials of the facts used); :func:`diagnose` sorts a
+method's misses into question understanding, a hop's extraction and a stale
+hop value.
+
+The official rows are looked for in ``data_dir``, else ``$TEPA_MAB_DATA``,
+else the project's shared folder beside a checkout
+(``../shared/data/memoryagentbench``): files named
+``factconsolidation_<split>_<length>.json`` (or ``.jsonl`` / ``.parquet``),
+MemoryAgentBench's own schema. Lengths without such a file have no real row.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from tepa_envs.agents.evaluation.analysis.paper import FACTS_ENV_ID, FACTS_EXTRA_ROWS, FACTS_METHODS, PAPER_FACTS
+from tepa_envs.agents.evaluation.engine.executor import ProgressHook, run_jobs
+from tepa_envs.agents.evaluation.engine.jobs import Job, Method, MethodSpec, method_label
+from tepa_envs.agents.evaluation.engine.runner import make_agent
+from tepa_envs.agents.evaluation.outputs.facts_tables import BREAKDOWN
+from tepa_envs.agents.memories.registry import make_memory
+from tepa_envs.agents.readers.agent import EpisodeObserver, MemoryAgent, run_episode
+from tepa_envs.agents.readers.questions import words_of
+from tepa_envs.facts.data import LENGTHS, SPLITS, check_length, check_seed, check_split
+from tepa_envs.facts.metric import normalize_answer
+
+ENV_ID = FACTS_ENV_ID
+DEFAULT_METHODS: tuple[str, ...] = FACTS_METHODS
+DEFAULT_LENGTHS: tuple[str, ...] = tuple(LENGTHS)
+DATA_ENV = "TEPA_MAB_DATA"
+SOURCES: tuple[str, ...] = ("synthetic", "real")
+_SHARED = Path(__file__).resolve().parents[4] / "shared" / "data" / "memoryagentbench"
+
+
+
+def extra_rows() -> tuple[MethodSpec, ...]:
+    """The separately named rows with a method-specific front-end (``append-only-bm25``)."""
+    return tuple(MethodSpec(label, spec, dict(kwargs)) for label, spec, kwargs in FACTS_EXTRA_ROWS)
+
+
+# ------------------------------------------------------------------ official rows
+def data_folder(data_dir: str | Path | None = None) -> Path | None:
+    """The folder of the official rows: ``data_dir``, ``$TEPA_MAB_DATA``, or the shared
+    folder beside a checkout; ``None`` when none of them exists."""
+    for candidate in (data_dir, os.environ.get(DATA_ENV), _SHARED):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    if data_dir is not None:
+        raise ValueError(f"no such folder of official rows: {data_dir}")
+    return None
+
+
+def official_file(folder: Path | None, split: str, length: str) -> Path | None:
+    """``factconsolidation_<split>_<length>.(json|jsonl|parquet)`` in ``folder``, if present."""
+    if folder is None:
+        return None
+    for suffix in (".json", ".jsonl", ".parquet"):
+        path = folder / f"factconsolidation_{split}_{length}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+# ------------------------------------------------------------------ one run
+class QuestionRecorder(EpisodeObserver):
+    """Per scored question of one episode: id, question, answer, success and the
+    provenance of the agent's answer (its :attr:`~tepa_envs.agents.readers.agent.MemoryAgent.last_reading`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.agent: MemoryAgent | None = None
+
+    def on_reset(self, env: gym.Env, agent: MemoryAgent, info: Any) -> None:
+        self.agent = agent
+
+    def on_step(self, info_before: Any, action: Any, info_after: Any) -> None:
+        if "success" not in info_after:
+            return
+        assert self.agent is not None
+        reading = self.agent.last_reading
+        self.rows.append({"id": info_before.get("qa_pair_id", ""), "question": info_before.get("context", ""),
+                          "answer": action, "success": bool(info_after["success"]),
+                          "anchor": reading.anchor if reading else "",
+                          "failure": reading.failure if reading else "",
+                          "hops": [[h.key, h.value, h.t] for h in reading.hops] if reading else []})
+
+
+def run_questions(env: gym.Env, method: Method, seed: int) -> list[dict[str, Any]]:
+    """One episode of ``method`` on ``env`` (the one episode loop); per question: id,
+    question, answer, success and provenance (``hops``: ``[key, value, serial]`` per hop, ``anchor``)."""
+    job = Job.resolve(ENV_ID, method, seed)
+    recorder = QuestionRecorder()
+    run_episode(env, make_agent(job), seed, decide_phases=job.decide_phases, observers=(recorder,))
+    return recorder.rows
+
+
+def score_method(env: gym.Env, method: Method, seed: int) -> tuple[float, int]:
+    """Mean substring exact match of ``method`` (a name, import path, :class:`MethodSpec`
+    or memory object) over one episode of ``env``, and the number of questions."""
+    rows = run_questions(env, method, seed)
+    return (float(np.mean([r["success"] for r in rows])) if rows else 0.0), len(rows)
+
+
+def _job(job: tuple[str, str, str, str | None, str | MethodSpec, int]) -> dict[str, Any]:
+    source, split, length, path, method, seed = job
+    kwargs: dict[str, Any] = {"split": split, "length": length}
+    if path is not None:
+        kwargs["data_path"] = path
+    env = gym.make(ENV_ID, **kwargs)
+    try:
+        questions = run_questions(env, method, seed)
+        coverage = env.unwrapped.coverage()
+        breakdown = diagnose(env, questions)
+    finally:
+        env.close()
+    for row, kind in zip(questions, breakdown["per_question"]):
+        row["breakdown"] = kind
+    return {"questions": questions, "coverage": coverage, "breakdown": breakdown["counts"]}
+
+
+def _describe(job: tuple) -> str:
+    source, split, length, _, method, seed = job
+    return f"{source} {split}-{length}, method {method_label(method)}, seed {seed}"
+
+
+# ------------------------------------------------------------------ the table
+def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
+                    lengths: Sequence[str] = DEFAULT_LENGTHS,
+                    splits: Sequence[str] = SPLITS,
+                    seed: int = 0,
+                    workers: int = 1,
+                    progress: ProgressHook | None = None,
+                    sources: Sequence[str] = SOURCES,
+                    data_dir: str | Path | None = None,
+                    with_extra_rows: bool = True) -> list[dict[str, Any]]:
+    """Score every method on every source, split and length.
+
+    Returns rows ``{source, split, length, method, score, n_questions, paper,
+    coverage, questions}`` in the order sources x splits x lengths x methods
+    (``questions``: per-question provenance, :func:`run_questions`; ``coverage``:
+    the share of the record's fact sentences the front-end keyed). Real rows exist
+    only for the lengths whose official file is in the data folder
+    (:func:`data_folder`). ``with_extra_rows`` adds ``append-only-bm25``.
+    """
+    methods = list(DEFAULT_METHODS if methods is None else methods)
+    if not methods:
+        raise ValueError("methods must name at least one memory method")
+    for method in methods:
+        if not isinstance(method, (str, MethodSpec)):
+            raise TypeError(f"methods must be names, import paths or MethodSpec, got {type(method).__name__}")
+    if with_extra_rows:
+        methods += [m for m in extra_rows() if m.label not in {method_label(x) for x in methods}]
+    for method in methods:
+        if isinstance(method, str):
+            make_memory(method)  # an unknown name fails here, before any process starts
+    lengths = tuple(check_length(length) for length in lengths)
+    splits = tuple(check_split(split) for split in splits)
+    if not lengths or not splits:
+        raise ValueError("lengths and splits must each name at least one value")
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown or not sources:
+        raise ValueError(f"sources must be among {SOURCES}, got {list(sources)}")
+    seed = check_seed(seed)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    folder = data_folder(data_dir) if "real" in sources else None
+    cells: list[tuple[str, str, str, str | None]] = []
+    for source in sources:
+        for split in splits:
+            for length in lengths:
+                path = official_file(folder, split, length) if source == "real" else None
+                if source == "synthetic" or path is not None:
+                    cells.append((source, split, length, None if path is None else str(path)))
+    jobs = [(source, split, length, path, method, seed) for source, split, length, path in cells for method in methods]
+    outputs = run_jobs(jobs, _job, workers, progress, describe=_describe)
+    rows: list[dict[str, Any]] = []
+    for (source, split, length, path, method, _), out in zip(jobs, outputs):
+        label = method_label(method)
+        questions = out["questions"]
+        rows.append({"source": source, "split": split, "length": length, "method": label,
+                     "score": float(np.mean([q["success"] for q in questions])) if questions else 0.0,
+                     "n_questions": len(questions), "coverage": out["coverage"],
+                     "paper": PAPER_FACTS.get((split, length), {}).get(label),
+                     "data": None if path is None else Path(path).name, "breakdown": out["breakdown"],
+                     "questions": questions})
+    return rows
+
+
+# ------------------------------------------------------------------ where chains break
+def diagnose(env: gym.Env, questions: Sequence[dict[str, Any]], max_hops: int = 4) -> dict[str, Any]:
+    """Sort one run's questions (:func:`run_questions`) by where the chain broke.
+
+    Over the record's keyed facts (every version of every key), from the anchor
+    the reader found: *stale hop value (memory)* when a hop of the reader's chain
+    got a value other than its key's newest (the memory kept an overridden
+    fact); *hop extraction* when no chain of at most ``max_hops`` keyed facts
+    reaches a gold alias; *question understanding* when a chain of newest facts
+    reaches it through other keys than the reader took, or the reader found no
+    anchor; *stale
+    hop value (gold follows an older fact)* when only chains through an older
+    version of some fact reach it (MemoryAgentBench merges the counterfactual
+    edits of many MQuAKE cases into one list, so a gold answer sometimes follows
+    a fact that a later one overrides). Returns ``{counts, per_question}``.
+    """
+    data = env.unwrapped.data if env.unwrapped.data is not None else env.unwrapped._loaded
+    versions: dict[str, list[str]] = {}
+    for evidence in data.evidence:
+        if evidence is not None:
+            versions.setdefault(evidence.key, []).append(evidence.value)
+    about: dict[tuple[str, ...], list[str]] = {}
+    for key in versions:
+        about.setdefault(words_of(key.partition("|")[0]), []).append(key)
+    answers = {q.qa_pair_id: q.answers for q in data.questions}
+    counts = dict.fromkeys(BREAKDOWN, 0)
+    per_question: list[str] = []
+    for row in questions:
+        gold = [normalize_answer(a) for a in answers.get(row["id"], ())]
+        if row["success"]:
+            kind = "correct"
+        elif not row["anchor"]:
+            kind = "question understanding"
+        elif any(key in versions and value != versions[key][-1] for key, value, _ in row["hops"]):
+            kind = "stale hop value (memory)"
+        else:
+            newest_paths, any_version = _reach(words_of(row["anchor"]), gold, versions, about, max_hops)
+            if newest_paths:
+                kind = "question understanding"
+            elif any_version:
+                kind = "stale hop value (gold follows an older fact)"
+            else:
+                kind = "hop extraction"
+        counts[kind] += 1
+        per_question.append(kind)
+    return {"counts": counts, "per_question": per_question}
+
+
+def _reach(anchor: tuple[str, ...], gold: list[str], versions: dict[str, list[str]],
+           about: dict[tuple[str, ...], list[str]], max_hops: int) -> tuple[set[tuple[str, ...]], bool]:
+    """(key sequences of newest-value chains reaching a gold alias, whether any-version chains do)."""
+    def hit(value: str) -> bool:
+        normal = normalize_answer(value)
+        return any(g and g in normal for g in gold)
+
+    newest: set[tuple[str, ...]] = set()
+    frontier = [(anchor, ())]
+    for _ in range(max_hops):
+        grown = []
+        for entity, path in frontier:
+            for key in about.get(entity, ()):
+                value = versions[key][-1]
+                if hit(value):
+                    newest.add(path + (key,))
+                grown.append((words_of(value), path + (key,)))
+        frontier = grown[:5000]
+    reached, seen = False, {anchor}
+    layer = {anchor}
+    for _ in range(max_hops):
+        following = set()
+        for entity in layer:
+            for key in about.get(entity, ()):
+                for value in versions[key]:
+                    reached = reached or hit(value)
+                    target = words_of(value)
+                    if target not in seen:
+                        seen.add(target)
+                        following.add(target)
+        layer = following
+    return newest, reached
+
+
+__all__ = ["DATA_ENV", "QuestionRecorder", "data_folder", "diagnose", "extra_rows", "official_file", "reproduce_facts",
+           "run_questions", "score_method"]

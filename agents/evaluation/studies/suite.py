@@ -1,0 +1,142 @@
+"""``tepa-bench suite``: every registered memory method on every drift scenario, and a leaderboard.
+
+The scenarios (:data:`SUITE_SCENARIOS`) are ``TEPA/RegimeDrift-v0`` (the paper's
+protocol), the registered drift scenarios (``tepa_envs.SCENARIOS``: noisy,
+recurring, gradual, async, Poisson, many keys, Zipf, noisy many keys) and
+``TEPA/PreferenceStream-v0`` (the paper's four phases on a simulated user who
+states the current preference in most sessions' text, so the memory competes with
+what the reader is told, with one-off wrong feedback). The methods are every name in
+the registry (``METHOD_NAMES``, so a method registered there joins the suite) plus
+any ``package.module:Class`` given with ``--methods``.
+
+Every (scenario, method, seed) episode is one job of the engine's executor
+(:func:`~tepa_envs.agents.evaluation.engine.runner.run_traced_job`: the one episode loop
+with the drift metrics recorded alongside, decisions unchanged), all scenarios in one run,
+so results do not depend on ``--workers``. The statistics are computed by
+:func:`~tepa_envs.agents.evaluation.analysis.leaderboard.analyse`, the files written by
+:func:`~tepa_envs.agents.evaluation.outputs.leaderboard.write_suite`. Statistics, all paired by seed (two
+methods on one seed see the same task stream, and on noisy scenarios the same
+outcome draws):
+
+* **Success** per scenario, method and phase (and ``overall``): mean over seeds
+  with a 95 % percentile-bootstrap CI (:func:`~tepa_envs.agents.evaluation.analysis.statistics.bootstrap_cis`).
+* **Comparisons**, one family, Holm–Bonferroni corrected over all of it
+  (significant when the corrected p is below ``alpha``, default 0.05), each a
+  two-sided paired sign-flip test with :data:`SUITE_N_PERM` Monte Carlo sign
+  patterns and the paired difference with its bootstrap CI:
+  every pair of non-oracle methods on each scenario's overall success, and each
+  non-oracle method against ``no-memory`` on each *reversal phase* (a phase whose
+  change applies to every key, :meth:`~tepa_envs.core.drift.DriftSchedule.reversal_phases`).
+* **Best non-oracle** per scenario: the highest overall mean among the methods
+  that are not told the true phase boundaries (``oracle-reset`` is). A method is
+  **within the CI of the best** when the 95 % CI of its paired difference to the
+  best (method − best, overall) reaches 0.
+* **Mean rank** over scenarios (rank 1 = best overall success among non-oracle
+  methods, ties averaged), with a 95 % bootstrap CI: seeds are resampled
+  (:data:`RANK_BOOTSTRAP` resamples from ``numpy.random.default_rng(0)``), the
+  same resample for every scenario, and the ranks recomputed.
+* **Pairs not significantly different anywhere**: non-oracle pairs with no
+  significant comparison on any scenario.
+* **Drift metrics** per scenario and method (every method, oracles included):
+  detection delay, false revocations per 1,000 tasks, stale retrievals, cumulative
+  regret against the oracle that knows the correct value, and recovery time, as
+  defined in :mod:`~tepa_envs.agents.evaluation.analysis.drift_metrics` and pooled over seeds
+  by :func:`~tepa_envs.agents.evaluation.analysis.drift_metrics.pool_metrics`.
+
+Written to ``--out`` (default ``results/suite``), each file atomically:
+``suite.json`` (everything above; no timings, so it is byte-identical for any
+``--workers``), ``leaderboard.md`` (:func:`~tepa_envs.agents.evaluation.outputs.leaderboard.leaderboard_markdown`, also the
+README's ``suite-leaderboard`` block), ``metrics.md`` (the drift metrics, also the
+README's ``suite-metrics`` block), ``heatmap.png`` (overall success, methods
+× scenarios) and ``manifest.json`` last.
+
+``suite.json`` layout (``suite_version`` 1): ``methods``, ``oracles``, ``seeds``,
+``alpha``, ``n_perm``, ``n_comparisons``; ``scenarios``, one object each with
+``env_id``, ``short``, ``kwargs`` (the registered ones), ``phases`` (in order, then
+``overall``), ``reversal_phases``, ``success`` (method -> phase -> ``mean``,
+``ci_low``, ``ci_high``), ``best``, ``within_ci_of_best``,
+``not_significantly_below_best`` (Holm), ``below_no_memory_in_reversal`` (method ->
+the reversal phases where it is significantly below ``no-memory``), ``metrics`` (method ->
+:func:`~tepa_envs.agents.evaluation.analysis.drift_metrics.pool_metrics`);
+``comparisons``, each with ``kind`` (``"pair"`` or ``"reversal"``), ``env_id``,
+``phase``, ``method``, ``other``, ``diff`` (method − other) with ``ci_low``/``ci_high``,
+``p_value``, ``p_at_floor``, ``p_holm``, ``significant``; ``ranks`` (method ->
+``mean_rank``, ``ci_low``, ``ci_high``); ``pairs_never_significant``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+import tepa_envs
+from tepa_envs.agents.evaluation.analysis.drift_metrics import pool_metrics
+from tepa_envs.agents.evaluation.analysis.leaderboard import OVERALL, SUITE_N_PERM, Scenario, analyse
+from tepa_envs.agents.evaluation.engine.executor import ProgressHook, run_jobs
+from tepa_envs.agents.evaluation.engine.jobs import build_jobs, method_label
+from tepa_envs.agents.evaluation.engine.runner import describe_job, run_traced_job
+from tepa_envs.agents.evaluation.engine.validate import validate_methods
+
+SUITE_SCENARIOS: tuple[str, ...] = ("TEPA/RegimeDrift-v0", *tepa_envs.SCENARIOS, "TEPA/PreferenceStream-v0")
+"""The suite's scenarios, in the leaderboard's order."""
+SHORT_NAMES: dict[str, str] = {env_id: env_id.removeprefix("TEPA/RegimeDrift-").removesuffix("-v0").lower()
+                               for env_id in SUITE_SCENARIOS}
+SHORT_NAMES["TEPA/RegimeDrift-v0"] = "paper"
+SHORT_NAMES["TEPA/PreferenceStream-v0"] = "preference"
+DEFAULT_SEEDS = 300
+"""Seeds per scenario by default: the whole suite (every registered method, ten scenarios)
+runs within 10 minutes on 2 cores, and a phase's 95 % CI half-width is about 0.01–0.03."""
+
+
+def scenario(env_id: str) -> Scenario:
+    """The phases of ``env_id`` (its schedule's segment names) and its reversal phases."""
+    env = gym.make(env_id)
+    try:
+        unwrapped = env.unwrapped
+        phases = tuple(unwrapped.schedule.names)  # type: ignore[attr-defined]
+        drift = getattr(unwrapped, "drift", None)
+        reversal = tuple(drift.reversal_phases()) if drift is not None else ()
+    finally:
+        env.close()
+    return Scenario(env_id, SHORT_NAMES.get(env_id, env_id), phases, reversal, dict(gym.spec(env_id).kwargs))
+
+
+# ------------------------------------------------------------------------------ running
+def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequence[str] = SUITE_SCENARIOS,
+              workers: int = 1, alpha: float = 0.05, n_perm: int = SUITE_N_PERM,
+              progress: ProgressHook | None = None) -> dict[str, Any]:
+    """Run every method on every seed of every scenario and return the ``suite.json`` dict."""
+    methods = list(methods)
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("no seeds given")
+    infos = [scenario(env_id) for env_id in scenarios]
+    for info in infos:
+        validate_methods(info.env_id, {}, methods)
+    jobs = [job for info in infos for job in build_jobs(info.env_id, methods, seeds)]
+    outputs = run_jobs(jobs, run_traced_job, workers, progress, describe=describe_job)
+    per_seed: dict[tuple[str, str, str], np.ndarray] = {}
+    metrics: dict[str, dict[str, Any]] = {}
+    block = len(methods) * len(seeds)
+    for s_index, info in enumerate(infos):
+        phase = outputs[s_index * block][1]
+        masks = {name: phase == i for i, name in enumerate(info.phases) if np.any(phase == i)}
+        for m_index, method in enumerate(methods):
+            start = s_index * block + m_index * len(seeds)
+            success = np.stack([out[0] for out in outputs[start:start + len(seeds)]]).astype(np.float64)
+            label = method_label(method)
+            for name, mask in masks.items():
+                per_seed[info.env_id, label, name] = success[:, mask].mean(axis=1)
+            per_seed[info.env_id, label, OVERALL] = success.mean(axis=1)
+            episodes = [out[3] for out in outputs[start:start + len(seeds)]]
+            metrics.setdefault(info.env_id, {})[label] = pool_metrics(episodes)
+    labels = [method_label(m) for m in methods]
+    data = analyse(per_seed, infos, labels, seeds, alpha=alpha, n_perm=n_perm)
+    for entry in data["scenarios"]:
+        entry["metrics"] = metrics[entry["env_id"]]
+    return data
+
+
+__all__ = ["DEFAULT_SEEDS", "SHORT_NAMES", "SUITE_SCENARIOS", "run_suite", "scenario"]
