@@ -9,16 +9,18 @@ reader profile, and the SmolLM2 profile's predictions checked against the real m
   Poisson scenarios under each profile of :data:`~tepa_envs.agents.readers.profile.PROFILES`
   (the same seeds for every method and profile), per method the mean success on the
   scenario's focus phase; the ranking under each profile; Kendall's tau between every
-  two profiles' means; and each headline claim (:data:`CLAIMS`) as a paired
+  two profiles' means; each headline claim (``studies.profiles.CLAIMS``) as a paired
   difference with its 95 % bootstrap CI under each profile, marked as holding only
-  when the CI lies on the claimed side of 0.
+  when the CI lies on the claimed side of 0; and, on shared memory-blind traces,
+  Kendall's tau between each reader-free view measure and closed-loop success.
 * ``validate``: the ``smollm2-135m`` profile (calibrated on held-out prompts by
   ``tepa-bench calibrate``) predicts, through the simulated reader, each method's
   success on controlled drift; the real model's success on the same environment
   comes from the committed LM study (``benchmarks/lm/lm_study.jsonl``, greedy,
   seeds 0..9). Per method: predicted, measured (bootstrap CI over the study's
   seeds), their difference, and Kendall's tau between the two orders.
-* ``readme``: both as README blocks (``reader-profiles`` and ``profile-validation``).
+* ``readme``: the claims and the validation as README blocks (``reader-profiles``,
+  ``profile-validation``), every table on the generated page ``docs/reader_profiles.md``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from scipy import stats
 import tepa_envs  # noqa: F401
 from tepa_envs.agents.evaluation import evaluate, settings_for
 from tepa_envs.agents.evaluation.analysis.statistics import bootstrap_ci
+from tepa_envs.agents.evaluation.studies.profiles import profile_rankings, shared_traces
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.agents.readers.profile import PROFILES, load_profile
 
@@ -49,51 +52,23 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "poisson": ("TEPA/RegimeDrift-Poisson-v0", "overall"),
 }
 """Scenario -> (environment, focus phase): the headline settings and two multi-key ones."""
-CLAIMS: tuple[tuple[str, str, str], ...] = (
-    ("append-only pollutes (below no memory)", "no-memory", "append-only"),
-    ("TEPA beats append-only", "tepa", "append-only"),
-    ("TEPA beats last-write-wins", "tepa", "lww"),
-    ("TEPA beats reactive forgetting", "tepa", "reactive-forgetting"),
-    ("TEPA beats no memory", "tepa", "no-memory"),
-    ("the oracle-reset bound beats TEPA", "oracle-reset", "tepa"),
-)
-"""(claim, better, worse): the claim is that ``better`` has higher success than ``worse``."""
 
 
-def focus_success(evaluation: Any, method: str, focus: str) -> np.ndarray:
-    names = list(settings_for(evaluation.env_id).phase_names)
-    return evaluation.phase_success(method, None if focus == "overall" else names.index(focus))
+def focus_index(env_id: str, focus: str) -> int | None:
+    return None if focus == "overall" else list(settings_for(env_id).phase_names).index(focus)
 
 
 def rank(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"seeds": args.seeds, "profiles": list(PROFILES), "methods": list(METHOD_NAMES),
                            "scenarios": {}}
     for scenario, (env_id, focus) in SCENARIOS.items():
-        per_profile: dict[str, dict[str, np.ndarray]] = {}
-        for name in PROFILES:
-            evaluation = evaluate(env_id, list(METHOD_NAMES), range(args.seeds), workers=args.workers,
-                                  reader_kwargs=load_profile(name).reader_kwargs(), metrics=False)
-            per_profile[name] = {m: focus_success(evaluation, m, focus) for m in METHOD_NAMES}
-            print(f"{scenario} {name}: done", file=sys.stderr, flush=True)
-        out["scenarios"][scenario] = scenario_result(env_id, focus, per_profile)
+        index = focus_index(env_id, focus)
+        result = profile_rankings(env_id, METHOD_NAMES, range(args.seeds), index, workers=args.workers)
+        closed = evaluate(env_id, list(METHOD_NAMES), range(args.seeds), workers=args.workers, metrics=False)
+        traces = shared_traces(env_id, METHOD_NAMES, range(args.seeds), closed, index, workers=args.workers)
+        out["scenarios"][scenario] = {**result, "focus_name": focus, "shared_traces": traces}
+        print(f"{scenario}: done", file=sys.stderr, flush=True)
     return out
-
-
-def scenario_result(env_id: str, focus: str, per_profile: dict[str, dict[str, np.ndarray]]) -> dict[str, Any]:
-    means = {p: {m: float(v.mean()) for m, v in runs.items()} for p, runs in per_profile.items()}
-    tau = {f"{a}|{b}": float(stats.kendalltau(list(means[a].values()), list(means[b].values())).statistic)
-           for i, a in enumerate(PROFILES) for b in PROFILES[i + 1:]}
-    claims = {}
-    for claim, better, worse in CLAIMS:
-        rows = {}
-        for profile, runs in per_profile.items():
-            est = bootstrap_ci(runs[better] - runs[worse])
-            rows[profile] = {"diff": est.mean, "ci_low": est.ci_low, "ci_high": est.ci_high,
-                             "holds": bool(est.ci_low > 0)}
-        claims[claim] = rows
-    return {"env_id": env_id, "focus": focus, "means": means,
-            "ranking": {p: sorted(m, key=lambda k: -m[k]) for p, m in means.items()},
-            "kendall_tau": tau, "claims": claims}
 
 
 def validate(args: argparse.Namespace) -> dict[str, Any]:
@@ -123,23 +98,28 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ README blocks
 def rankings_markdown(data: dict[str, Any]) -> str:
+    profiles = data["profiles"]
     lines = [f"Mean success on each scenario's focus phase, {data['seeds']} seeds per cell (the same for every "
-             "method and profile); rank in brackets. Profiles: " + ", ".join(f"`{p}`" for p in data["profiles"]) + ".",
-             ""]
+             "method and profile); rank in brackets. Profiles: " + ", ".join(f"`{p}`" for p in profiles) + ".", ""]
     for scenario, result in data["scenarios"].items():
-        lines += [f"**{scenario}** (`{result['env_id']}`, {result['focus']}); Kendall's tau between profiles: "
-                  + ", ".join(f"{k.replace('|', '/')} {v:+.2f}" for k, v in result["kendall_tau"].items()), "",
-                  "| method | " + " | ".join(data["profiles"]) + " |", "|---|" + "---|" * len(data["profiles"])]
+        tau = ", ".join(f"{k.replace('|', '/')} {v:+.2f}" for k, v in result["kendall_tau"].items() if v is not None)
+        lines += [f"**{scenario}** (`{result['env_id']}`, {result['focus_name']}); Kendall's tau between "
+                  f"profiles: {tau}", "", "| method | " + " | ".join(profiles) + " |", "|---|" + "---|" * len(profiles)]
         for method in data["methods"]:
-            cells = [f"{result['means'][p][method]:.3f} ({result['ranking'][p].index(method) + 1})"
-                     for p in data["profiles"]]
+            cells = [f"{result['means'][p][method]:.3f} ({result['ranking'][p].index(method) + 1})" for p in profiles]
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
-        lines += ["", "| claim | " + " | ".join(data["profiles"]) + " |", "|---|" + "---|" * len(data["profiles"])]
+        lines += ["", "| claim | " + " | ".join(profiles) + " |", "|---|" + "---|" * len(profiles)]
         for claim, rows in result["claims"].items():
             cells = [f"{'holds' if r['holds'] else 'fails'} {r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-                     for r in (rows[p] for p in data["profiles"])]
+                     for r in (rows[p] for p in profiles)]
             lines.append(f"| {claim} | " + " | ".join(cells) + " |")
-        lines.append("")
+        traces = result["shared_traces"]
+        agreement = ", ".join(f"{k} {v:+.2f}" for k, v in traces["kendall_tau_with_closed_loop"].items()
+                              if v is not None)
+        lines += ["", f"Shared memory-blind traces: Kendall's tau with closed-loop success (default reader) of "
+                  f"{agreement}; best views: " + ", ".join(
+                      f"{m} {traces['views'][m]['phases']['overall']['correct_share']:.3f}"
+                      for m in traces["view_accuracy_ranking"][:4]) + ".", ""]
     return "\n".join(lines)
 
 
@@ -161,12 +141,41 @@ def validation_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def claims_markdown(data: dict[str, Any]) -> str:
+    """The README's summary: each headline claim per scenario, holding or failing under each profile."""
+    profiles = data["profiles"]
+    lines = ["| scenario | claim | " + " | ".join(profiles) + " |", "|---|---|" + "---|" * len(profiles)]
+    for scenario, result in data["scenarios"].items():
+        for claim, rows in result["claims"].items():
+            cells = [f"{'**holds**' if rows[p]['holds'] else 'fails'} ({rows[p]['diff']:+.3f})" for p in profiles]
+            lines.append(f"| {scenario} | {claim} | " + " | ".join(cells) + " |")
+    lines += ["", "TEPA's rank among the " + str(len(data["methods"])) + " methods (oracles included): " + "; ".join(
+        f"{scenario} " + ", ".join(f"{p} {r['ranking'][p].index('tepa') + 1}" for p in profiles)
+        for scenario, r in data["scenarios"].items()) + ".",
+        "", "Kendall's tau between the `default` and the other profiles' method means: " + "; ".join(
+        f"{scenario} " + ", ".join(f"{k.split('|')[1]} {v:+.2f}" for k, v in r["kendall_tau"].items()
+                                   if k.startswith("default|") and v is not None)
+        for scenario, r in data["scenarios"].items()) + ".",
+        f"{data['seeds']} seeds per cell; every table in full: `docs/reader_profiles.md`."]
+    return "\n".join(lines)
+
+
 def write_block(name: str, body: str) -> None:
     text = README.read_text()
     pattern = re.compile(rf"(<!-- begin:{name} -->\n)(.*?)(<!-- end:{name} -->)", re.S)
     if not pattern.search(text):
         raise SystemExit(f"README.md has no <!-- begin:{name} --> block")
     README.write_text(pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(3), text))
+
+
+def write_page(data: dict[str, Any], validation: dict[str, Any]) -> None:
+    page = HERE.parent / "docs" / "reader_profiles.md"
+    text = ("# Rankings under every reader profile\n\n<!-- generated by benchmarks/reader_profiles.py readme; "
+            "do not edit -->\n\n" + rankings_markdown(data) + "\n\n## The calibrated SmolLM2-135M profile against the "
+            "real model\n\n" + validation_markdown(validation) + "\n")
+    tmp = page.with_name(f".{page.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(page)
 
 
 def main() -> None:
@@ -178,8 +187,11 @@ def main() -> None:
     parser.add_argument("--validation", default=str(HERE / "profiles" / "validation.json"))
     args = parser.parse_args()
     if args.command == "readme":
-        write_block("reader-profiles", rankings_markdown(json.loads(Path(args.rankings).read_text())))
-        write_block("profile-validation", validation_markdown(json.loads(Path(args.validation).read_text())))
+        rankings = json.loads(Path(args.rankings).read_text())
+        validation = json.loads(Path(args.validation).read_text())
+        write_block("reader-profiles", claims_markdown(rankings))
+        write_block("profile-validation", validation_markdown(validation))
+        write_page(rankings, validation)
         return
     data = rank(args) if args.command == "rank" else validate(args)
     target = Path(args.rankings if args.command == "rank" else args.validation)

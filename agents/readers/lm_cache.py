@@ -16,6 +16,7 @@ location is ``$TEPA_LM_CACHE`` or, failing that,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,12 +24,20 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 CACHE_ENV = "TEPA_LM_CACHE"
 """Environment variable naming the decision cache file."""
 
 SCHEMA_VERSION = 1
+
+_COLUMNS = ("key", "model", "template", "choice", "detail")
+_CHECKED: dict[tuple[str, int, int], None] = {}  # files already found sound: (path, size, mtime_ns)
+
+
+class CacheError(ValueError):
+    """A decision cache that cannot be used (not a SQLite file, another application's
+    database, damaged pages or rows): one line naming the file and what is wrong."""
 
 
 def cache_home() -> Path:
@@ -70,10 +79,47 @@ class DecisionCache:
         self.timeout = float(timeout)
         self._local = threading.local()
         self._pid = os.getpid()
+        if self.path.exists() and not self.path.is_file():
+            raise CacheError(f"decision cache {self.path} is not a regular file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS decisions (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                         "template TEXT NOT NULL, choice TEXT NOT NULL, detail TEXT NOT NULL)")
+        with self._guard():
+            conn = self._connect()
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables - {"decisions"}:
+                raise CacheError(f"decision cache {self.path} is a SQLite file of another application "
+                                 f"(tables: {', '.join(sorted(tables))})")
+            with conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS decisions (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                             "template TEXT NOT NULL, choice TEXT NOT NULL, detail TEXT NOT NULL)")
+            columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(decisions)"))
+            if columns != _COLUMNS:
+                raise CacheError(f"decision cache {self.path}: table decisions has columns {', '.join(columns)}, "
+                                 f"not {', '.join(_COLUMNS)}")
+            self._check_pages(conn)
+
+    def _check_pages(self, conn: sqlite3.Connection) -> None:
+        """SQLite's ``quick_check`` of the file, once per process for each size and mtime."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return
+        stamp = (str(self.path.absolute()), info.st_size, info.st_mtime_ns)
+        if stamp in _CHECKED:
+            return
+        result = [str(row[0]) for row in conn.execute("PRAGMA quick_check(1)")]
+        if result != ["ok"]:
+            raise CacheError(f"decision cache {self.path} is damaged: {' '.join(result[0].split())}; "
+                             "move it aside (its decisions are asked again) or set $" + CACHE_ENV + " to another file")
+        _CHECKED[stamp] = None
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """A SQLite failure (a file that is not a database, damaged pages) as one-line :class:`CacheError`."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(f"decision cache {self.path}: {' '.join(str(exc).split())}; move it aside (its "
+                             f"decisions are asked again) or set ${CACHE_ENV} to another file") from None
 
     def _connect(self) -> sqlite3.Connection:
         """This process's and thread's connection (a forked worker opens its own)."""
@@ -89,25 +135,38 @@ class DecisionCache:
 
     def get(self, key: str) -> CachedDecision | None:
         """The decision stored under ``key``, or ``None``."""
-        row = self._connect().execute("SELECT choice, detail FROM decisions WHERE key = ?", (key,)).fetchone()
-        return None if row is None else CachedDecision(row[0], json.loads(row[1]))
+        with self._guard():
+            row = self._connect().execute("SELECT choice, detail FROM decisions WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            detail = json.loads(row[1]) if isinstance(row[1], str) else None
+        except (ValueError, RecursionError):
+            detail = None
+        if not isinstance(row[0], str) or not isinstance(detail, dict):
+            raise CacheError(f"decision cache {self.path}: the row of key {key[:12]}… is damaged (choice must be "
+                             "text, detail a JSON object); move the file aside or set $" + CACHE_ENV + " to another")
+        return CachedDecision(row[0], detail)
 
     def put(self, key: str, model: str, template: str, decision: CachedDecision) -> None:
         """Store ``decision`` under ``key`` (one transaction; an existing row is kept:
         decisions are deterministic, so both would be the same)."""
-        conn = self._connect()
-        with conn:
-            conn.execute("INSERT OR IGNORE INTO decisions VALUES (?, ?, ?, ?, ?)",
-                         (key, model, template, decision.choice, json.dumps(decision.detail, sort_keys=True)))
+        with self._guard():
+            conn = self._connect()
+            with conn:
+                conn.execute("INSERT OR IGNORE INTO decisions VALUES (?, ?, ?, ?, ?)",
+                             (key, model, template, decision.choice, json.dumps(decision.detail, sort_keys=True)))
 
     def __len__(self) -> int:
-        return int(self._connect().execute("SELECT COUNT(*) FROM decisions").fetchone()[0])
+        with self._guard():
+            return int(self._connect().execute("SELECT COUNT(*) FROM decisions").fetchone()[0])
 
     def clear(self) -> None:
         """Remove every stored decision."""
-        conn = self._connect()
-        with conn:
-            conn.execute("DELETE FROM decisions")
+        with self._guard():
+            conn = self._connect()
+            with conn:
+                conn.execute("DELETE FROM decisions")
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -140,5 +199,5 @@ def open_cache(cache: "DecisionCache | str | os.PathLike[str] | bool | None") ->
     raise TypeError(f"cache must be a path, True, False, None or a DecisionCache, got {type(cache).__name__}")
 
 
-__all__ = ["CACHE_ENV", "CachedDecision", "DecisionCache", "cache_home", "decision_key", "default_cache_path",
+__all__ = ["CACHE_ENV", "CacheError", "CachedDecision", "DecisionCache", "cache_home", "decision_key", "default_cache_path",
            "open_cache"]

@@ -67,6 +67,8 @@ import numpy as np
 from tepa_envs.agents.evaluation.analysis.statistics import bootstrap_cis
 from tepa_envs.core import check_int, check_probability
 
+from tepa_envs.agents.evaluation.analysis.view_quality import View, pool_view_metrics, view_metrics
+
 RECOVERY_LEVEL = 0.9
 """Share of the oracle's rate of correct choices (1) a method must reach to have recovered."""
 RECOVERY_WINDOW = 5
@@ -87,6 +89,11 @@ class EpisodeTrace:
     chosen: list[str] = field(default_factory=list)
     revocations: list[tuple[int, str, str]] | None = None
     """``(t, key, value)`` of every revocation in the memory's audit log; ``None``: no audit log."""
+    phase_names: tuple[str, ...] = ()
+    """The environment's phase names (the view metrics' phases; by index when empty)."""
+    views: list[View] = field(default_factory=list)
+    """Per scored task, everything the memory showed for its key (the reader-free view
+    metrics, :mod:`~tepa_envs.agents.evaluation.analysis.view_quality`); empty when not recorded."""
 
 
 def _check_trace(trace: EpisodeTrace) -> int:
@@ -187,6 +194,7 @@ def episode_metrics(trace: EpisodeTrace, *, recovery_level: float = RECOVERY_LEV
         "false_revocations": false_revocations,
         "false_revocation_source": source,
         "regret": sum(1 for a, c in zip(chosen, correct) if a != c),
+        **({"views": view_metrics(trace.views, trace.phase_names)} if trace.views else {}),
     }
 
 
@@ -227,6 +235,8 @@ def pool_metrics(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "recovery": {**_summary(recoveries), "recovered": len(recoveries),
                      "unrecovered": sum(e["unrecovered"] for e in episodes),
                      "unjudged": sum(e["unjudged"] for e in episodes)},
+        **({"views": pool_view_metrics([e["views"] for e in episodes])}
+           if all("views" in e for e in episodes) else {}),
     }
 
 

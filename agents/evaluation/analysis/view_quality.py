@@ -12,7 +12,11 @@ of the records the memory returned, in its order, and the task's correct value
 * ``wrong``: anything else (a value that was never correct for the key first).
 
 Per phase (and ``overall``), :func:`view_metrics` gives each kind's share (``view
-accuracy`` is the share of ``correct``); and, per change of a key's correct value
+accuracy`` is the share of ``correct``); the *lock-in probe*: ``persistence_1`` and
+``persistence_2``, among views of a key that has a stale value with at least 1
+(resp. 2) failed uses since it last worked, the share showing such a refuted value
+first (whether a memory lets go of a value the evidence has refuted; a reader that
+follows it never produces the success that would replace it); and, per change of a key's correct value
 (as :mod:`~tepa_envs.agents.evaluation.analysis.drift_metrics` defines it), the
 *uses to a correct view*: how many presentations of the key, from the change on,
 show something other than the new value before the first correct view (0 when the
@@ -43,6 +47,11 @@ class View:
     correct: str
     shown: tuple[str, ...]
     """The usable values of the returned records, in the memory's order."""
+    top_failures: int = 0
+    """Failed uses of the first shown value (for this key) since it last worked."""
+    refuted_failures: int = 0
+    """The most failed uses since it last worked of any stale value of the key (one that was
+    its correct value earlier in the episode and is not now)."""
 
 
 def classify(view: View, earlier: set[str]) -> str:
@@ -74,6 +83,21 @@ def classify_all(views: Sequence[View]) -> list[str]:
     return kinds
 
 
+PERSISTENCE_LEVELS: tuple[int, ...] = (1, 2)
+
+
+def persistence(views: Sequence[View], kinds: Sequence[str]) -> dict[str, Any]:
+    """``persistence_k`` (and its denominator ``refuted_k``) for every level of
+    :data:`PERSISTENCE_LEVELS` (``None`` when no view had such a refuted value)."""
+    out: dict[str, Any] = {}
+    for level in PERSISTENCE_LEVELS:
+        exposed = [(v, k) for v, k in zip(views, kinds) if v.refuted_failures >= level]
+        kept = sum(1 for v, k in exposed if k == "stale" and v.top_failures >= level)
+        out[f"refuted_{level}"] = len(exposed)
+        out[f"persistence_{level}"] = kept / len(exposed) if exposed else None
+    return out
+
+
 def uses_to_correct_view(views: Sequence[View], kinds: Sequence[str]) -> tuple[list[int], int]:
     """Per change of a key's correct value: presentations before its first correct view;
     and how many changes were never shown correctly inside their window."""
@@ -95,10 +119,13 @@ def uses_to_correct_view(views: Sequence[View], kinds: Sequence[str]) -> tuple[l
     return delays, never
 
 
-def view_metrics(views: Sequence[View], phase_names: Sequence[str]) -> dict[str, Any]:
-    """Share of each view kind per phase and overall, and the uses to a correct view."""
+def view_metrics(views: Sequence[View], phase_names: Sequence[str] = ()) -> dict[str, Any]:
+    """Share of each view kind and the persistence per phase (named by ``phase_names``,
+    else by index) and overall, and the uses to a correct view."""
     kinds = classify_all(views)
     phases = np.array([v.phase for v in views], dtype=np.int64)
+    if not phase_names:
+        phase_names = [str(i) for i in range(int(phases.max()) + 1 if len(views) else 0)]
     out: dict[str, Any] = {"phases": {}}
     for index, name in [*enumerate(phase_names), (None, "overall")]:
         mask = np.ones(len(views), bool) if index is None else phases == index
@@ -106,7 +133,9 @@ def view_metrics(views: Sequence[View], phase_names: Sequence[str]) -> dict[str,
         if n == 0:
             continue
         counts = {kind: int(sum(1 for k, m in zip(kinds, mask) if m and k == kind)) for kind in VIEW_KINDS}
-        out["phases"][name] = {"n": n, **{f"{kind}_share": counts[kind] / n for kind in VIEW_KINDS}}
+        out["phases"][name] = {"n": n, **{f"{kind}_share": counts[kind] / n for kind in VIEW_KINDS},
+                               **persistence([v for v, k, m in zip(views, kinds, mask) if m],
+                                             [k for k, m in zip(kinds, mask) if m])}
     delays, never = uses_to_correct_view(views, kinds)
     out["changes"] = len(delays) + never
     out["uses_to_correct_view"] = {"mean": float(np.mean(delays)) if delays else None,
@@ -118,15 +147,26 @@ def view_metrics(views: Sequence[View], phase_names: Sequence[str]) -> dict[str,
 def pool_view_metrics(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Episodes' view metrics pooled: shares weighted by views, delays over every change."""
     phases: dict[str, dict[str, float]] = {}
+    kept: dict[str, dict[int, float]] = {}
     for episode in episodes:
         for name, row in episode["phases"].items():
-            pooled = phases.setdefault(name, {"n": 0, **{f"{k}_share": 0.0 for k in VIEW_KINDS}})
+            pooled = phases.setdefault(name, {"n": 0, **{f"{k}_share": 0.0 for k in VIEW_KINDS},
+                                              **{f"refuted_{level}": 0 for level in PERSISTENCE_LEVELS}})
             pooled["n"] += row["n"]
             for kind in VIEW_KINDS:
                 pooled[f"{kind}_share"] += row[f"{kind}_share"] * row["n"]
-    for pooled in phases.values():
+            for level in PERSISTENCE_LEVELS:
+                pooled[f"refuted_{level}"] += row[f"refuted_{level}"]
+                share = row[f"persistence_{level}"]
+                if share is not None:
+                    kept.setdefault(name, {}).setdefault(level, 0.0)
+                    kept[name][level] += share * row[f"refuted_{level}"]
+    for name, pooled in phases.items():
         for kind in VIEW_KINDS:
             pooled[f"{kind}_share"] = pooled[f"{kind}_share"] / pooled["n"] if pooled["n"] else 0.0
+        for level in PERSISTENCE_LEVELS:
+            exposed = pooled[f"refuted_{level}"]
+            pooled[f"persistence_{level}"] = kept[name][level] / exposed if exposed else None
     means = [e["uses_to_correct_view"]["mean"] for e in episodes]
     detected = [e["changes"] - e["uses_to_correct_view"]["never"] for e in episodes]
     total_detected = sum(detected)
@@ -137,5 +177,5 @@ def pool_view_metrics(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                                                for e in episodes)}}
 
 
-__all__ = ["VIEW_KINDS", "View", "classify", "classify_all", "pool_view_metrics", "uses_to_correct_view",
-           "view_metrics"]
+__all__ = ["PERSISTENCE_LEVELS", "VIEW_KINDS", "View", "classify", "classify_all", "persistence",
+           "pool_view_metrics", "uses_to_correct_view", "view_metrics"]

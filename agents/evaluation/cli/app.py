@@ -4,34 +4,43 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from concurrent.futures.process import BrokenProcessPool
 from importlib.metadata import PackageNotFoundError, version
 from typing import Sequence
 
 import tepa_envs
+from tepa_envs.agents.readers.profile import shipped_profiles
 from tepa_envs.agents.evaluation.analysis.paper import REPRODUCIBLE
 from tepa_envs.agents.evaluation.cli.arguments import MAX_SEEDS, UsageError
 from tepa_envs.agents.evaluation.cli.commands import (
-    cmd_clean, cmd_list, cmd_readme, cmd_report, cmd_reproduce, cmd_run, cmd_sweep,
+    cmd_clean, cmd_list, cmd_readme, cmd_report, cmd_reproduce, cmd_run, cmd_store_check, cmd_sweep,
 )
+from tepa_envs.agents.evaluation.cli.calibrate import add_parser as add_calibrate_parser
 from tepa_envs.agents.evaluation.cli.suite import add_parser as add_suite_parser
 from tepa_envs.agents.evaluation.engine.backends import BackendError
 from tepa_envs.agents.evaluation.engine.pool import JobError
 from tepa_envs.agents.evaluation.engine.spec import SpecError
 from tepa_envs.agents.evaluation.engine.store import StoreError
+from tepa_envs.agents.evaluation.outputs.files import release_output_dir
 
 USAGE = """``tepa-bench``: evaluate memory methods on TEPA environments with paired statistics.
 
-    tepa-bench reproduce controlled|executable|preference|facts|all [--seeds N] [--workers K] [--out DIR]
-                         [--alpha A]
+    tepa-bench reproduce controlled|executable|preference|facts|all [--quick|--full] [--seeds N] [--workers K]
+                         [--out DIR] [--alpha A] [--reader-profile NAME|FILE]
     tepa-bench run ENV_ID --methods tepa,lww,my.pkg:MyMemory [--seeds N] [--workers K] [--out DIR] [--alpha A]
-                   [--store results.db]
+                   [--store results.db] [--reader simulated|local-lm|openai] [--reader-profile NAME|FILE]
     tepa-bench sweep SPEC.toml --store results.db [--backend local|ray] [--workers K] [--ray-address ADDR]
-                     [--dry-run] [--out DIR]
+                     [--dry-run] [--out DIR] [--reader-profile NAME|FILE]
     tepa-bench report results.db --out DIR [--alpha A]
+    tepa-bench store check results.db
     tepa-bench suite [--seeds N] [--workers K] [--out DIR] [--alpha A] [--methods all,my.pkg:MyMemory]
+                     [--reader-profile NAME|FILE]
+    tepa-bench calibrate [--reader local-lm|openai|simulated] [--reader-kwargs JSON] --decisions N --out PROFILE.toml
+    tepa-bench readme RESULTS_DIR [--readme README.md]
     tepa-bench list
+    tepa-bench clean [--dir DIR]
     tepa-bench --version
 """
 
@@ -51,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tepa-bench {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    def add_reader_profile(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--reader-profile", metavar="NAME|FILE",
+                       help="read with the simulated reader under this reader profile: "
+                            f"{', '.join(shipped_profiles())} or a .toml/.json file; its parameters are "
+                            "recorded in the reader kwargs of results.json and of every cell identity "
+                            "(default: the settings' reader, i.e. the 'default' profile)")
+
     def common(p: argparse.ArgumentParser, default_seeds: int | None) -> None:
         p.add_argument("--seeds", type=int, default=default_seeds,
                        help=(f"number of seeds (0..N-1), at most {MAX_SEEDS:,}" if default_seeds is not None else
@@ -63,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(written last: sha256 of every file; created if missing, checked before "
                                     "any work)")
         p.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
+        add_reader_profile(p)
         p.add_argument("--alpha", type=float, default=0.05,
                        help="significance level: a comparison is significant when its Holm–Bonferroni "
                             "adjusted p-value (over all comparisons of the run) is below ALPHA; "
@@ -102,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     add_suite_parser(sub, common)
+    add_calibrate_parser(sub, add_reader_profile)
 
     sweep = sub.add_parser("sweep", help="run a TOML sweep spec (envs x kwargs grids x methods x reader grids "
                            "x seeds) into a resumable SQLite store")
@@ -118,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--dry-run", action="store_true", help="print the cells and the episode count, run nothing")
     sweep.add_argument("--out", help="also write the report (as `tepa-bench report`) into this directory")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
+    add_reader_profile(sweep)
     sweep.set_defaults(func=cmd_sweep)
 
     report = sub.add_parser("report", help="results.json, results.csv, success.png per group, from a store")
@@ -128,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="significance level (default: the latest sweep's, 0.05 unless its spec says)")
     report.add_argument("--n-perm", type=int, default=None, help="Monte Carlo sign patterns (default: the spec's)")
     report.set_defaults(func=cmd_report, quiet=False)
+
+    store = sub.add_parser("store", help="inspect a results store")
+    store_sub = store.add_subparsers(dest="store_command", required=True)
+    store_check = store_sub.add_parser("check", help="SQLite integrity check and every row validated: exit 0 when "
+                                       "the store is sound, 2 with its first problems listed")
+    store_check.add_argument("path", help="a SQLite store written by `tepa-bench sweep` or `run --store`")
+    store_check.add_argument("--limit", type=int, default=20, help="problems listed at most (default: %(default)s)")
+    store_check.set_defaults(func=cmd_store_check, quiet=False)
 
     listing = sub.add_parser("list", help="list environments, methods and settings")
     listing.set_defaults(func=cmd_list, quiet=False)
@@ -154,7 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"unknown setting {args.setting!r}; valid: {', '.join(REPRODUCIBLE)}, all")
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
-        return args.func(args)
+        try:
+            return args.func(args)
+        finally:
+            release_output_dir()  # the --out locks taken by output_dir()
     except (UsageError, SpecError, StoreError, BackendError) as exc:
         print(f"tepa-bench: error: {exc}", file=sys.stderr)
         return 2
@@ -167,6 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenProcessPool as exc:
         print(f"tepa-bench: error: a worker process died ({exc})", file=sys.stderr)
         return 1
+    except sqlite3.DatabaseError as exc:  # a SQLite file met outside a Store (which says which file)
+        print(f"tepa-bench: error: SQLite: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
 
 
 __all__ = ["USAGE", "build_parser", "installed_version", "main"]

@@ -20,7 +20,7 @@ from tepa_envs.agents.evaluation.analysis.results import Summary
 from tepa_envs.agents.evaluation.analysis.settings import front_end_differences
 from tepa_envs.agents.evaluation.analysis.summary import summarize
 from tepa_envs.agents.evaluation.cli.arguments import (
-    UsageError, log, output_dir, parse_json_object, parse_methods,
+    UsageError, log, output_dir, parse_json_object, parse_methods, reader_profile_kwargs,
 )
 from tepa_envs.agents.evaluation.engine.backends import LocalBackend, make_backend
 from tepa_envs.agents.evaluation.engine.progress import progress_factory, stage_logger
@@ -34,6 +34,7 @@ from tepa_envs.agents.evaluation.outputs.facts_tables import format_facts_table
 from tepa_envs.agents.evaluation.outputs.files import ManifestError, begin_run, write_manifest
 from tepa_envs.agents.evaluation.outputs.readme import update_readme
 from tepa_envs.agents.evaluation.outputs.report import format_drift_table, format_table, write_results
+from tepa_envs.agents.evaluation.outputs.view_tables import format_view_table
 from tepa_envs.agents.evaluation.outputs.store_report import write_report
 from tepa_envs.agents.evaluation.studies.protocol import FULL, QUICK, STANDARD, Protocol, protocol_name
 from tepa_envs.agents.evaluation.studies.reproduce import reproduce_all, reproduce_setting
@@ -91,6 +92,8 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
     print(format_table(results, setting))
     print()
     print(format_drift_table(results))
+    print()
+    print(format_view_table(results))
     for method, kwargs in front_end_differences(env_id, methods).items():
         print(f"front-end difference: {method} built with {kwargs} on {env_id}")
     if out is not None:
@@ -130,7 +133,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             stage_log(f"facts: wrote {out / 'facts'}/ (results.json, manifest.json)")
             continue
         summary = reproduce_setting(name, protocol, out / name, workers=args.workers, alpha=args.alpha,
-                                    log=stage_log, progress=progress)
+                                    log=stage_log, progress=progress, reader_kwargs=reader_profile_kwargs(args))
         print(f"\n== {name}: {SETTINGS[name].env_id} ({len(summary.seeds)} seeds, "
               f"{protocol_name(protocol)} protocol) ==")
         print(format_table(summary, SETTINGS[name]))
@@ -166,6 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     args.reader_kwargs_parsed = parse_json_object("--reader-kwargs", args.reader_kwargs)
     if args.reader != "simulated":  # the reader's name travels in its kwargs (factory.READER_KEY), into results.json
         args.reader_kwargs_parsed = {"reader": args.reader, **args.reader_kwargs_parsed}
+    args.reader_kwargs_parsed = reader_profile_kwargs(args, args.reader_kwargs_parsed)
     unknown = sorted(set(env_kwargs) - set(env_kwarg_names(args.env_id)))
     if unknown:
         raise UsageError(f"unknown kwargs for {args.env_id}: {', '.join(unknown)}; "
@@ -189,7 +193,11 @@ def _check_store(path: str, create: bool = True) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``tepa-bench sweep SPEC.toml --store DB``: run the spec's episodes the store lacks."""
     spec = load_spec(args.spec)
-    resume = f"tepa-bench sweep {args.spec} --store {args.store}"
+    if args.reader_profile is not None:
+        spec = replace(spec, cells=tuple(replace(cell, reader_kwargs=reader_profile_kwargs(args, cell.reader_kwargs))
+                                         for cell in spec.cells))
+    resume = f"tepa-bench sweep {args.spec} --store {args.store}" + (
+        f" --reader-profile {args.reader_profile}" if args.reader_profile is not None else "")
     if args.dry_run:
         store = Store.open(args.store, create=False) if Path(args.store).exists() else None
         try:
@@ -231,6 +239,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(format_table(summary))
             print()
             print(format_drift_table(summary))
+            print()
+            print(format_view_table(summary))
     return 0
 
 
@@ -252,9 +262,35 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(format_table(summary))
             print()
             print(format_drift_table(summary))
+            print()
+            print(format_view_table(summary))
     finally:
         store.close()
     return 0
+
+
+def cmd_store_check(args: argparse.Namespace) -> int:
+    """``tepa-bench store check PATH``: SQLite's integrity check and every row validated;
+    0 when the store is sound, else 2 with the first problems listed (one per line)."""
+    if args.limit < 1:
+        raise UsageError(f"--limit must be >= 1, got {args.limit}")
+    store = Store.open(args.path, create=False, check=False)
+    try:
+        problems = store.check(limit=args.limit)
+        if not problems:
+            cells = len(store.cells())
+            print(f"{args.path}: sound (integrity_check ok; {cells:,} cells, {store.count():,} episodes, "
+                  "every row valid)")
+            return 0
+    finally:
+        store.close()
+    print(f"tepa-bench: error: {args.path} is damaged: {problems[0]}"
+          + (f" ({len(problems)}{'+' if len(problems) >= args.limit else ''} problems; all listed below)"
+             if len(problems) > 1 else ""), file=sys.stderr)
+    if len(problems) > 1:
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+    return 2
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -287,4 +323,5 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 1 if incomplete else 0
 
 
-__all__ = ["cmd_clean", "cmd_list", "cmd_readme", "cmd_report", "cmd_reproduce", "cmd_run", "cmd_sweep"]
+__all__ = ["cmd_clean", "cmd_list", "cmd_readme", "cmd_report", "cmd_reproduce", "cmd_run", "cmd_store_check",
+           "cmd_sweep"]

@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any, Callable
 
-from tepa_envs.agents.evaluation.cli.arguments import UsageError, log, output_dir, parse_methods
+from tepa_envs.agents.evaluation.cli.arguments import UsageError, log, output_dir, parse_methods, reader_profile_kwargs
 from tepa_envs.agents.evaluation.engine.progress import progress_factory
 from tepa_envs.agents.evaluation.engine.validate import validate_methods
 from tepa_envs.agents.evaluation.outputs.leaderboard import leaderboard_markdown, write_suite
@@ -31,7 +31,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with progress_factory(quiet=args.quiet)("suite") as bar:
         data = run_suite(methods, range(args.seeds), scenarios=scenarios, workers=args.workers, alpha=args.alpha,
-                         progress=bar)
+                         progress=bar, reader_kwargs=reader_profile_kwargs(args))
     elapsed = time.perf_counter() - started
     write_suite(data, out, elapsed_s=elapsed)
     print(leaderboard_markdown(data))

@@ -47,6 +47,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -67,6 +69,12 @@ from tepa_envs.agents.evaluation.engine.validate import env_kwarg_names, validat
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 
 MAX_SEEDS = 1_000_000
+MAX_SPEC_BYTES = 1 << 20
+"""Largest sweep spec read (1 MiB): a spec is a few lines; a bigger file is refused unread."""
+MAX_NESTING = 64
+"""Deepest nesting of lists and tables in a spec's (or a command line's JSON) values."""
+MAX_N_PERM = 10_000_000
+"""Largest ``statistics.n_perm``: far beyond the precision any report needs (default 50,000)."""
 DEFAULT_BASELINES: tuple[str, ...] = ("append-only", "no-memory")
 
 
@@ -99,6 +107,23 @@ def method_from_identity(data: Mapping[str, Any]) -> str | MethodSpec:
     if "label" in data:
         return MethodSpec(str(data["label"]), str(data["spec"]), dict(data.get("kwargs", {})))
     return str(data["spec"])
+
+
+def check_nesting(value: Any, where: str = "value", limit: int = MAX_NESTING) -> None:
+    """:class:`SpecError` when ``value`` (JSON or TOML data: dicts and lists) nests deeper than
+    ``limit``; walked without recursion, so any depth is refused cleanly."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            raise SpecError(f"{where} nests lists or tables deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _digest(payload: Mapping[str, Any]) -> str:
@@ -278,6 +303,7 @@ def _methods(where: str, value: Any) -> list[str | MethodSpec]:
 def parse_spec(data: Mapping[str, Any], source: str = "spec", *, validate: bool = True) -> SweepSpec:
     """The :class:`SweepSpec` of a parsed TOML document; ``validate`` also builds every
     group's environment and every method's agent once (nothing runs an episode)."""
+    check_nesting(data, "the spec")
     _check_keys("top level", data, _TOP_KEYS)
     name = data.get("name", Path(source).stem)
     if not isinstance(name, str):
@@ -290,8 +316,8 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec", *, validate: bool 
     alpha, n_perm = stats.get("alpha", 0.05), stats.get("n_perm", DEFAULT_N_PERM)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise SpecError(f"statistics.alpha must be a number in (0, 1), got {alpha!r}")
-    if isinstance(n_perm, bool) or not isinstance(n_perm, int) or n_perm < 1:
-        raise SpecError(f"statistics.n_perm must be a positive int, got {n_perm!r}")
+    if isinstance(n_perm, bool) or not isinstance(n_perm, int) or not 1 <= n_perm <= MAX_N_PERM:
+        raise SpecError(f"statistics.n_perm must be an int between 1 and {MAX_N_PERM:,}, got {n_perm!r}")
     baselines = stats.get("baselines", list(DEFAULT_BASELINES))
     if not isinstance(baselines, list) or not all(isinstance(b, str) for b in baselines):
         raise SpecError("statistics.baselines must be a list of method labels")
@@ -362,11 +388,15 @@ def validate_spec(spec: SweepSpec) -> None:
                             f"{' '.join(str(exc).split())}") from None
 
 
-def load_spec(path: str | Path, *, validate: bool = True) -> SweepSpec:
-    """Read and check a TOML sweep spec; :class:`SpecError` (one line) when it cannot run."""
+def read_spec_bytes(path: str | Path, limit: int = MAX_SPEC_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them: a device
+    (``/dev/zero``), a FIFO, a directory or a larger file is :class:`SpecError`, unread."""
     path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
-        text = path.read_bytes()
+        if path.is_dir():
+            raise SpecError(f"{path} is a directory, not a TOML spec")
+        fd = os.open(path, flags)  # O_NONBLOCK: opening a FIFO does not wait for a writer
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -374,15 +404,54 @@ def load_spec(path: str | Path, *, validate: bool = True) -> SweepSpec:
     except OSError as exc:
         raise SpecError(f"{path}: {exc.strerror or exc}") from None
     try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise SpecError(f"{path} is a directory, not a TOML spec")
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecError(f"{path} is not a regular file (a device, FIFO or socket): a spec is a TOML file")
+        if info.st_size > limit:
+            raise SpecError(f"{path} is {info.st_size:,} bytes, over the {limit:,}-byte limit of a spec")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:  # a file growing while read stops at the limit too
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise SpecError(f"{path} is over the {limit:,}-byte limit of a spec")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise SpecError(f"{path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def load_spec(path: str | Path, *, validate: bool = True) -> SweepSpec:
+    """Read and check a TOML sweep spec; :class:`SpecError` (one line) when it cannot run:
+    not a regular file, over :data:`MAX_SPEC_BYTES`, not UTF-8 TOML, values nested deeper
+    than :data:`MAX_NESTING`, or anything :func:`parse_spec` refuses."""
+    path = Path(path)
+    text = read_spec_bytes(path)
+    try:
         data = tomllib.loads(text.decode("utf-8"))
     except UnicodeDecodeError:
         raise SpecError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: malformed TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: values nested too deeply to parse (limit {MAX_NESTING} levels)") from None
+    except MemoryError:
+        raise SpecError(f"{path}: out of memory while parsing the TOML") from None
     try:
         return parse_spec(data, str(path), validate=validate)
     except SpecError as exc:
         raise SpecError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: values nested too deeply (limit {MAX_NESTING} levels)") from None
+    except MemoryError:
+        raise SpecError(f"{path}: out of memory while checking the spec") from None
 
 
 def single_group_spec(env_id: str, env_kwargs: Mapping[str, Any], methods: Iterable[str | MethodSpec],
@@ -394,5 +463,5 @@ def single_group_spec(env_id: str, env_kwargs: Mapping[str, Any], methods: Itera
     return SweepSpec(name, cells, tuple(int(s) for s in seeds), statistics, "")
 
 
-__all__ = ["Cell", "SpecError", "Statistics", "SweepSpec", "canonical_json", "load_spec", "package_version",
+__all__ = ["Cell", "MAX_N_PERM", "MAX_NESTING", "MAX_SPEC_BYTES", "SpecError", "check_nesting", "read_spec_bytes", "Statistics", "SweepSpec", "canonical_json", "load_spec", "package_version",
            "parse_spec", "single_group_spec", "validate_spec"]

@@ -18,8 +18,11 @@ import gymnasium as gym
 import numpy as np
 
 from tepa_envs.agents.evaluation.analysis.drift_metrics import REVOKED, EpisodeTrace
+from tepa_envs.agents.evaluation.analysis.settings import settings_for
+from tepa_envs.agents.evaluation.analysis.view_quality import View
 from tepa_envs.agents.readers.agent import EpisodeObserver, EpisodeResult, MemoryAgent, run_episode
 from tepa_envs.agents.readers.task_access import TaskAccess, task_access
+from tepa_envs.core.step_info import evidence_of
 
 
 class DriftTracer(EpisodeObserver):
@@ -35,15 +38,25 @@ class DriftTracer(EpisodeObserver):
         self.key = ""
         """The presented task's key (``info["key"]``)."""
         self.pending_shown = ""
+        self.pending_view: tuple[str, ...] = ()
         self.retrieved = False
+        self.env: gym.Env | None = None
         self._choices: dict[str, tuple[str, ...]] = {}
         self._values: dict[str, dict[Any, str]] = {}
         self._scored: list[tuple[str, Any, str, str]] = []
+        self._failures: dict[str, dict[str, int]] = {}
+        """Per key, per value: failed uses since the value last worked."""
+        self._stale: dict[str, set[str]] = {}
+        """Per key, the values that were its correct value earlier and are not now."""
+        self._last_correct: dict[str, str] = {}
 
     def on_reset(self, env: gym.Env, agent: MemoryAgent, info: Mapping[str, Any]) -> None:
-        self.agent, self.task = agent, task_access(env)
-        self.key, self.pending_shown, self.retrieved = info.get("key", ""), "", False
-        self._choices, self._values = {}, {}  # a key's choices may differ between episodes
+        self.agent, self.task, self.env = agent, task_access(env), env
+        if env.spec is not None:
+            self.trace.phase_names = tuple(settings_for(env.spec.id).phase_names)
+        self.key, self.pending_shown, self.pending_view, self.retrieved = info.get("key", ""), "", (), False
+        self._choices, self._values, self._failures = {}, {}, {}  # a key's choices may differ between episodes
+        self._stale, self._last_correct = {}, {}
 
     def key_choices(self, key: str) -> tuple[str, ...]:
         """The environment's choices for ``key``, asked once per episode."""
@@ -59,10 +72,9 @@ class DriftTracer(EpisodeObserver):
             return
         self.retrieved = True
         choices = self.key_choices(key)
-        for r in records:
-            if not choices or r.value in choices:
-                self.pending_shown = r.value
-                return
+        self.pending_view = tuple(r.value for r in records if not choices or r.value in choices)
+        if self.pending_view:
+            self.pending_shown = self.pending_view[0]
 
     def on_step(self, info_before: Mapping[str, Any], action: Any, info_after: Mapping[str, Any]) -> None:
         key = self.key
@@ -70,9 +82,32 @@ class DriftTracer(EpisodeObserver):
         if values is None:
             values = self._values[key] = self._actions_of(key)
         if "success" in info_after:
-            correct = info_before.get("oracle", {}).get("correct", "")
+            oracle = info_before.get("oracle", {})
+            correct = oracle.get("correct", "")
+            correct = correct if type(correct) is str else str(correct)
             self._scored.append((key, correct, self.pending_shown, _value_of(values, action)))
-        self.key, self.pending_shown, self.retrieved = info_after.get("key", ""), "", False
+            self.trace.views.append(self._view(key, int(oracle.get("phase", 0)), correct))
+        self._count_outcomes(info_after)
+        self.key, self.pending_shown, self.pending_view, self.retrieved = info_after.get("key", ""), "", (), False
+
+    def _view(self, key: str, phase: int, correct: str) -> View:
+        stale = self._stale.setdefault(key, set())
+        last = self._last_correct.get(key)
+        if last is not None and last != correct:
+            stale.add(last)
+        stale.discard(correct)
+        self._last_correct[key] = correct
+        failures = self._failures.get(key, {})
+        shown = self.pending_view
+        refuted = max((failures.get(value, 0) for value in stale), default=0)
+        return View(key, phase, correct, shown, failures.get(shown[0], 0) if shown else 0, refuted)
+
+    def _count_outcomes(self, info_after: Mapping[str, Any]) -> None:
+        for evidence in evidence_of(info_after, self.env):
+            if evidence.outcome is None:
+                continue
+            failures = self._failures.setdefault(evidence.key, {})
+            failures[evidence.value] = 0 if evidence.outcome else failures.get(evidence.value, 0) + 1
 
     def on_episode_end(self, result: EpisodeResult) -> None:
         if self._scored:

@@ -158,13 +158,21 @@ def robustness_table(path: Path) -> str:
 
 def ablation_table(path: Path) -> str:
     data = _load(path)
-    base = data["success"]["tepa"]
+    baselines = data.get("baselines", {label: "tepa" for label in data["variants"]})
     with_overall = data["focus_phase"] != "overall"
-    rows = [[label, json.dumps(kwargs) if kwargs else "(v0 defaults)", _f(data["success"][label]),
-             f"{data['success'][label] - base:+.3f}"] + ([_f(data["overall"][label])] if with_overall else [])
+    rows = [[label, json.dumps(kwargs) if kwargs else "(defaults)", _f(data["success"][label]), baselines[label],
+             f"{data['success'][label] - data['success'][baselines[label]]:+.3f}"]
+            + ([_f(data["overall"][label])] if with_overall else [])
             for label, kwargs in data["variants"].items()]
-    header = ["variant", "choice", SHORT_PHASES[data["focus_phase"]], "vs tepa"] + (["overall"] if with_overall else [])
-    return markdown_table(header, rows) + f"\n{data['seeds']} seeds, paired.\n"
+    header = (["variant", "choice", SHORT_PHASES[data["focus_phase"]], "compared with", "difference"]
+              + (["overall"] if with_overall else []))
+    text = markdown_table(header, rows) + f"\n{data['seeds']} seeds, paired."
+    literal = data.get("literal_paper_readings")
+    if literal:
+        text += (f" The paper's rules, read literally where it is silent in each equally literal way "
+                 f"({', '.join(literal['variants'])}): {SHORT_PHASES[data['focus_phase']]} "
+                 f"{literal['min']:.3f} to {literal['max']:.3f}.")
+    return text + "\n"
 
 
 def trial_cost_table(path: Path) -> str:

@@ -7,7 +7,7 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -144,8 +144,19 @@ DRIFT_CSV_COLUMNS: tuple[str, ...] = (
     "env_id", "method", "changes", "delay_mean", "delay_median", "detected", "undetected",
     "false_revocations_per_1k", "false_revocation_source", "stale_retrievals_per_1k", "correct_value_losses_per_1k",
     "regret_mean", "regret_ci_low", "regret_ci_high", "regret_per_1k", "recovery_mean", "recovery_median",
-    "recovered", "unrecovered", "unjudged")
-"""The columns of ``drift_metrics.csv``: ``results.json``'s ``drift_metrics.<method>`` flattened."""
+    "recovered", "unrecovered", "unjudged", "view_accuracy", "stale_view_share", "empty_view_share",
+    "buried_view_share", "persistence_1", "persistence_2", "uses_to_correct_view")
+"""The columns of ``drift_metrics.csv``: ``results.json``'s ``drift_metrics.<method>`` flattened
+(the view columns: its ``views`` on the ``overall`` phase, empty where not recorded)."""
+
+
+def _view_values(x: Mapping[str, Any]) -> list[Any]:
+    views = x.get("views")
+    if views is None or "overall" not in views["phases"]:
+        return [None] * 7
+    row = views["phases"]["overall"]
+    return [row["correct_share"], row["stale_share"], row["empty_share"], row["buried_share"],
+            row["persistence_1"], row["persistence_2"], views["uses_to_correct_view"]["mean"]]
 
 
 def _csv_number(x: Any) -> str:
@@ -170,7 +181,7 @@ def write_drift_csv(results: Summary, path: Path) -> None:
             values = [x["changes"], d["mean"], d["median"], d["detected"], d["undetected"],
                       x["false_revocations_per_1k"], x["false_revocation_source"], x["stale_retrievals_per_1k"],
                       x["correct_value_losses_per_1k"], g["mean"], g["ci_low"], g["ci_high"], g["per_1k"],
-                      r["mean"], r["median"], r["recovered"], r["unrecovered"], r["unjudged"]]
+                      r["mean"], r["median"], r["recovered"], r["unrecovered"], r["unjudged"], *_view_values(x)]
             writer.writerow([results.env_id, method, *(_csv_number(v) for v in values)])
         text = handle.getvalue()
     write_text_atomic(Path(path), text)

@@ -25,27 +25,45 @@ def group_dir_name(group: GroupReport) -> str:
 
 def write_report(store: Store, out: Path, statistics: Statistics | None = None,
                  log: Callable[[str], None] = lambda m: None) -> list[tuple[GroupReport, Summary]]:
-    """Write the store's results into ``out``: with one group, ``results.json``,
+    """Write the store's results into ``out`` (every row used is validated first, and a
+    damaged one refused with :class:`StoreError` before any file is written): with one group, ``results.json``,
     ``results.csv``, ``drift_metrics.csv``, ``success.png`` and ``manifest.json`` as
     ``tepa-bench run`` writes them; with several, one such directory per group (named
     ``ENV-<group id>``) and ``sweep.json`` listing them. ``elapsed_s`` is the sum of the episodes' wall times.
     Groups without a seed finished by all their methods are skipped (logged)."""
     statistics = statistics or store.statistics()
-    groups = store_groups(store)
+    try:
+        groups = store_groups(store)
+    except (TypeError, ValueError) as exc:  # e.g. a seed stored as text in a store opened without check
+        if isinstance(exc, StoreError):
+            raise
+        raise StoreError(f"{store.path} is damaged: its cells or seeds cannot be read "
+                         f"({' '.join(str(exc).split())})") from None
     if not groups:
         raise StoreError(f"{store.path} holds no cells: run a sweep into it first")
     written: list[tuple[GroupReport, Summary]] = []
     group_files: list[str] = []
     single = len(groups) == 1
-    begin_run(out)
-    for group in groups:
+    summaries: list[tuple[GroupReport, Summary]] = []
+    for group in groups:  # every row used is checked (Store.evaluation) before a file is touched
         if group.left_out:
             log(f"{group.env_id} {json.dumps(group.env_kwargs)}: {group.left_out} episodes left out "
                 f"(seeds not finished by every method); {len(group.seeds)} seeds reported")
         if not group.seeds:
             log(f"{group.env_id} {json.dumps(group.env_kwargs)}: no seed finished by every method; skipped")
             continue
-        summary = summarize_group(store, group, statistics)
+        try:
+            summaries.append((group, summarize_group(store, group, statistics)))
+        except StoreError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+            raise StoreError(f"{store.path} is damaged: group {group.env_id} {json.dumps(group.env_kwargs)} "
+                             f"cannot be summarized ({type(exc).__name__}: {' '.join(str(exc).split())}); "
+                             f"`tepa-bench store check {store.path}` lists its problems") from None
+    if not summaries:
+        raise StoreError(f"{store.path}: no group has a seed that all of its methods finished; nothing to report")
+    begin_run(out)
+    for group, summary in summaries:
         directory = out if single else out / group_dir_name(group)
         group.directory = "." if single else group_dir_name(group)
         directory.mkdir(parents=True, exist_ok=True)

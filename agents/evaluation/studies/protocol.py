@@ -189,14 +189,15 @@ def ranking(evaluation: Evaluation, phase: int | None) -> list[str]:
 
 def robustness(env_id: str, methods: Sequence[str], protocol: Protocol, focus: int | None, *,
                env_kwargs: dict[str, Any] | None = None, vary_stated: bool, workers: int = 1,
-               progress: Progress | None = None) -> dict[str, Any]:
-    """Rankings on the focus phase across the reader grid, with Kendall's tau of each
-    setting's mean successes against those of the default reader."""
+               progress: Progress | None = None, reader_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Rankings on the focus phase across the reader grid (each point over ``reader_kwargs``),
+    with Kendall's tau of each setting's mean successes against those of the default reader."""
     grid = [{"follow_prob": f, "stated_prob": s} for f in protocol.follow_probs
             for s in (protocol.stated_probs if vary_stated else (None,))]
+    base = dict(reader_kwargs or {})
     rows = []
-    for reader in grid:
-        reader_kwargs = {k: v for k, v in reader.items() if v is not None}
+    for point in grid:
+        reader_kwargs = {**base, **{k: v for k, v in point.items() if v is not None}}
         evaluation = evaluate(env_id, methods, range(protocol.robustness_seeds), env_kwargs=env_kwargs,
                               reader_kwargs=reader_kwargs, workers=workers, progress=progress)
         means = [float(evaluation.phase_success(m, focus).mean()) for m in methods]

@@ -106,8 +106,9 @@ def scenario(env_id: str) -> Scenario:
 # ------------------------------------------------------------------------------ running
 def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequence[str] = SUITE_SCENARIOS,
               workers: int = 1, alpha: float = 0.05, n_perm: int = SUITE_N_PERM,
-              progress: ProgressHook | None = None) -> dict[str, Any]:
-    """Run every method on every seed of every scenario and return the ``suite.json`` dict."""
+              progress: ProgressHook | None = None, reader_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run every method on every seed of every scenario and return the ``suite.json`` dict
+    (``reader_kwargs``, e.g. a reader profile's, for every episode; recorded when given)."""
     methods = list(methods)
     seeds = [int(s) for s in seeds]
     if not seeds:
@@ -115,7 +116,7 @@ def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequen
     infos = [scenario(env_id) for env_id in scenarios]
     for info in infos:
         validate_methods(info.env_id, {}, methods)
-    jobs = [job for info in infos for job in build_jobs(info.env_id, methods, seeds)]
+    jobs = [job for info in infos for job in build_jobs(info.env_id, methods, seeds, reader_kwargs=reader_kwargs)]
     outputs = run_jobs(jobs, run_traced_job, workers, progress, describe=describe_job)
     per_seed: dict[tuple[str, str, str], np.ndarray] = {}
     metrics: dict[str, dict[str, Any]] = {}
@@ -136,6 +137,8 @@ def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequen
     data = analyse(per_seed, infos, labels, seeds, alpha=alpha, n_perm=n_perm)
     for entry in data["scenarios"]:
         entry["metrics"] = metrics[entry["env_id"]]
+    if reader_kwargs:
+        data["reader_kwargs"] = dict(reader_kwargs)
     return data
 
 

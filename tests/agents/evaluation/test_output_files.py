@@ -138,7 +138,7 @@ def test_reproduce_writes_every_file_atomically_and_a_manifest_per_setting(tmp_p
                           env_kwargs={"phase_lengths": [4, 4, 4, 4]})
     monkeypatch.setattr(reproduce, "evaluate_to_precision", lambda *a, **k: evaluation)
     for study in ("precision_report", "limits", "robustness", "ablation", "trial_cost", "key_noise", "n_keys",
-                  "main_profile_share"):
+                  "main_profile_share", "profile_rankings", "shared_traces"):
         monkeypatch.setattr(reproduce, study, lambda *a, study=study, **k: {"study": study})
     monkeypatch.setattr(reproduce, "reproduce_facts_rows", lambda workers, progress=None: [{"split": "x", "score": 1.0}])
     out = tmp_path / "results"
@@ -146,7 +146,7 @@ def test_reproduce_writes_every_file_atomically_and_a_manifest_per_setting(tmp_p
     manifest = check_manifest(out / "controlled")
     assert set(manifest["files"]) == {"results.json", "results.csv", "drift_metrics.csv", "success.png",
                                       "protocol.json", "robustness.json", "ablation.json", "trial_cost.json",
-                                      "key_noise.json", "n_keys.json"}
+                                      "key_noise.json", "n_keys.json", "profiles.json", "shared_traces.json"}
     assert manifest["setting"] == "controlled" and manifest["seeds"] == [0, 1]
     assert set(check_manifest(out / "facts")["files"]) == {"results.json"}
     # a rerun killed half-way through its studies leaves the setting without a manifest

@@ -99,7 +99,7 @@ def test_files_without_a_schema_version_are_read_and_newer_ones_refused(summary)
 MAPS = {"summary": "<method>", "summary.<method>": "<phase>",
         "trials_per_episode": "<method>", "trials_per_episode.<method>": "<kind>",
         "per_task_success": "<method>", "paper": "<method>", "paper.<method>": "<phase>",
-        "drift_metrics": "<method>"}
+        "drift_metrics": "<method>", "drift_metrics.<method>.views.phases": "<phase>"}
 # Free-form objects passed through as given.
 OPAQUE = {"env_kwargs", "reader_kwargs"}
 

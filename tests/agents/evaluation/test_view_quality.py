@@ -46,7 +46,7 @@ def test_shares_per_phase_and_overall():
     assert metrics["phases"]["before"]["correct_share"] == 1.0
     after = metrics["phases"]["after"]
     assert after == {"n": 4, "correct_share": 0.5, "stale_share": 0.25, "buried_share": 0.0, "empty_share": 0.25,
-                     "wrong_share": 0.0}
+                     "wrong_share": 0.0, "refuted_1": 0, "refuted_2": 0, "persistence_1": None, "persistence_2": None}
     assert metrics["phases"]["overall"]["correct_share"] == pytest.approx(4 / 6)
     assert metrics["uses_to_correct_view"] == {"mean": 2.0, "median": 2.0, "never": 0}
 
@@ -58,3 +58,15 @@ def test_pooling_weights_by_views():
     assert pooled["phases"]["overall"]["n"] == 4
     assert pooled["phases"]["overall"]["correct_share"] == pytest.approx(0.25)
     assert pooled["phases"]["overall"]["empty_share"] == pytest.approx(0.25)
+
+
+def test_persistence_counts_only_refuted_stale_values():
+    """A stale value shown first after it failed twice since it last worked is kept;
+    one that failed once only counts at level 1; a never-correct failure refutes nothing."""
+    views = [View("k", 0, "a", ("a",)), View("k", 1, "b", ("a",), top_failures=1, refuted_failures=1),
+             View("k", 1, "b", ("a",), top_failures=2, refuted_failures=2),
+             View("k", 1, "b", ("b",), top_failures=0, refuted_failures=3),
+             View("k", 1, "b", (), refuted_failures=0)]
+    overall = view_metrics(views)["phases"]["overall"]
+    assert (overall["refuted_1"], overall["persistence_1"]) == (3, pytest.approx(2 / 3))
+    assert (overall["refuted_2"], overall["persistence_2"]) == (2, 0.5)
