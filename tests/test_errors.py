@@ -178,3 +178,27 @@ def test_parquet_without_pandas_raises_dependency_not_installed(tmp_path, monkey
     path.write_bytes(b"PAR1")
     with pytest.raises(DependencyNotInstalled, match="pip install pandas pyarrow"):
         load_records(path)
+
+
+def _library_modules():
+    import importlib
+    import pkgutil
+
+    import tepa_envs.agents
+    import tepa_envs.wrappers
+
+    for package in (tepa_envs, tepa_envs.agents, tepa_envs.wrappers):
+        for found in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not found.name.endswith("__main__"):
+                yield importlib.import_module(found.name)
+
+
+def test_every_exception_class_of_the_library_derives_from_the_root_error():
+    """A caller can catch every error the library raises with ``except TepaError`` (each also
+    keeps the built-in error it refines); private control-flow signals are exempt."""
+    classes = {obj for module in _library_modules() for obj in vars(module).values()
+               if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__}
+    assert len(classes) >= 15, "the enumeration found too few exception classes to mean anything"
+    stray = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes
+                   if not issubclass(c, TepaError) and not c.__name__.startswith("_"))
+    assert not stray, stray

@@ -33,6 +33,7 @@ straight to the URL's host.
 
 from __future__ import annotations
 
+from tepa_envs.error import TepaError
 import functools
 import http.client
 import io
@@ -47,7 +48,7 @@ CHUNK_BYTES = 65_536
 """The most one read of the body asks for."""
 
 
-class TransportError(Exception):
+class TransportError(TepaError):
     """The exchange failed before a complete response was read; ``transient``: a retry may help."""
 
     def __init__(self, message: str, *, transient: bool = True) -> None:

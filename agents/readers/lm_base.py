@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from tepa_envs.error import TepaError
 from tepa_envs.core import Record
 
 from tepa_envs.agents.readers.lm_cache import CachedDecision, DecisionCache, decision_key, open_cache
@@ -45,7 +46,7 @@ def check_validity_mode(validity: object) -> str:
     return validity
 
 
-class LMReaderError(RuntimeError):
+class LMReaderError(TepaError, RuntimeError):
     """A language-model reader could not decide (never answered by a random action)."""
 
 

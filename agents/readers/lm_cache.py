@@ -16,6 +16,7 @@ location is ``$TEPA_LM_CACHE`` or, failing that,
 
 from __future__ import annotations
 
+from tepa_envs.error import TepaError
 import contextlib
 import hashlib
 import json
@@ -35,7 +36,7 @@ _COLUMNS = ("key", "model", "template", "choice", "detail")
 _CHECKED: dict[tuple[str, int, int], None] = {}  # files already found sound: (path, size, mtime_ns)
 
 
-class CacheError(ValueError):
+class CacheError(TepaError, ValueError):
     """A decision cache that cannot be used (not a SQLite file, another application's
     database, damaged pages or rows): one line naming the file and what is wrong."""
 

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tepa_envs.error import TepaError
 from tepa_envs.core.checks import check_choice
 
 CSV_DELIMITERS: dict[str, str] = {"csv:comma": ",", "csv:semicolon": ";", "csv:tab": "\t"}
@@ -139,7 +140,7 @@ def _csv_cell(value: Any, kind: str) -> str:
 
 
 # ----------------------------------------------------------------- consumer
-class Rejected(Exception):
+class Rejected(TepaError):
     """The consumer's complaint about a file."""
 
 

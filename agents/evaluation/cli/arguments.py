@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tepa_envs.error import TepaError
 from tepa_envs.agents.evaluation.engine.spec import MAX_NESTING, SpecError, check_nesting
 from tepa_envs.agents.evaluation.outputs.files import OutputDirError, lock_output_dir, prepare_output_dir
 from tepa_envs.agents.memories.registry import METHOD_NAMES
@@ -17,7 +18,7 @@ MAX_SEEDS = 1_000_000
 """Largest ``--seeds``: a million seeds is far beyond any precision the protocol needs."""
 
 
-class UsageError(Exception):
+class UsageError(TepaError):
     """A bad command line: reported in one line with exit status 2."""
 
 

@@ -22,12 +22,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Any, Callable, Iterable, Sequence
 
+from tepa_envs.error import TepaError
 from tepa_envs.agents.evaluation.engine.pool import _call_job, _sweep_worker_init
 
 BACKENDS: tuple[str, ...] = ("local", "ray")
 
 
-class BackendError(RuntimeError):
+class BackendError(TepaError, RuntimeError):
     """A backend that cannot start (Ray missing, a cluster that cannot be reached): one line."""
 
 

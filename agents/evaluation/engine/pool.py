@@ -7,6 +7,7 @@ starts its workers with :func:`_sweep_worker_init`; each job runs through :func:
 
 from __future__ import annotations
 
+from tepa_envs.error import TepaError
 import atexit
 import ctypes
 import multiprocessing.util
@@ -57,7 +58,7 @@ def _short_path(filename: str) -> str:
     return filename if rel.startswith(os.pardir) else rel
 
 
-class JobError(RuntimeError):
+class JobError(TepaError, RuntimeError):
     """A job raised: the exception's type and message, the innermost
     frame of the code that raised it (``file:line``), and the job. Picklable, so it
     crosses from a worker process intact; ``traceback_text`` holds the full traceback.

@@ -63,6 +63,7 @@ else:  # pragma: no cover - Python 3.10
 import gymnasium as gym
 
 import tepa_envs  # noqa: F401  (registers the environments)
+from tepa_envs.error import TepaError
 from tepa_envs.agents.evaluation.analysis.statistics import DEFAULT_N_PERM
 from tepa_envs.agents.evaluation.engine.jobs import MethodSpec, method_label
 from tepa_envs.agents.evaluation.engine.validate import env_kwarg_names, validate_methods
@@ -78,7 +79,7 @@ MAX_N_PERM = 10_000_000
 DEFAULT_BASELINES: tuple[str, ...] = ("append-only", "no-memory")
 
 
-class SpecError(ValueError):
+class SpecError(TepaError, ValueError):
     """A sweep spec that cannot run: one line naming the file and what is wrong."""
 
 

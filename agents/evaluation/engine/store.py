@@ -52,6 +52,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
+from tepa_envs.error import TepaError
 from tepa_envs.agents.evaluation.analysis.evaluation import Evaluation, MethodRuns
 from tepa_envs.agents.evaluation.engine.spec import (
     MAX_N_PERM,
@@ -121,7 +122,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 """The tables and columns of :data:`STORE_SCHEMA_VERSION` 1 (a store lacking one is damaged)."""
 
 
-class StoreError(ValueError):
+class StoreError(TepaError, ValueError):
     """A store that cannot be used: one line (missing, not a store, a newer schema, damaged)."""
 
 

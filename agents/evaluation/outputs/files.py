@@ -22,6 +22,7 @@ earlier killed run (``.NAME.<12 hex>.tmp``).
 
 from __future__ import annotations
 
+from tepa_envs.error import TepaError
 import hashlib
 import io
 import json
@@ -45,7 +46,7 @@ MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
 
 
-class OutputDirError(ValueError):
+class OutputDirError(TepaError, ValueError):
     """The output location cannot hold the run's files (a file, under a file, not writable)."""
 
 
@@ -53,7 +54,7 @@ class OutputDirLocked(OutputDirError):
     """Another live run holds the output directory's lock."""
 
 
-class ManifestError(ValueError):
+class ManifestError(TepaError, ValueError):
     """A directory is not a complete run: no manifest, or a file differs from it."""
 
 
