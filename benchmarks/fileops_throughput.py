@@ -21,7 +21,7 @@ import time
 
 
 import tepa_envs  # noqa: F401
-from tepa_envs.file_ops.env import default_sandbox_parent
+from tepa_envs.file_ops.sandbox import default_sandbox_parent
 from tepa_envs.file_ops.sandbox import Sandbox
 
 from env_throughput import agent_tasks_per_second, env_steps_per_second  # benchmarks/ is sys.path[0]

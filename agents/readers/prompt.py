@@ -46,6 +46,8 @@ from typing import Sequence
 
 from tepa_envs.core import LifecycleState, Record
 
+from tepa_envs.agents.memories.tepa import TEPA
+
 TEMPLATE_VERSION = "tepa-reader-prompt/1"
 """Identifies the template's wording; part of every decision-cache key."""
 
@@ -82,8 +84,6 @@ def shows_validity(memory: object) -> bool:
     """Whether the records of ``memory`` carry a validity in their ``score``: TEPA and
     its variants (by class, so a subclass under another name counts) or a memory named
     in :data:`VALIDITY_MEMORIES`."""
-    from tepa_envs.agents.memories.tepa import TEPA
-
     return isinstance(memory, TEPA) or getattr(memory, "name", None) in VALIDITY_MEMORIES
 
 

@@ -15,7 +15,7 @@ from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.core.drift import DriftSchedule, draw_timeline, refuse_outcome_model, resolve_schedule
 from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
                            format_of, make_table, record_values, write_table)
-from tepa_envs.file_ops.sandbox import Sandbox, SandboxError
+from tepa_envs.file_ops.sandbox import Sandbox, SandboxError, default_sandbox_parent
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
 
@@ -26,15 +26,6 @@ to well under the default per-file quota of 256 KiB."""
 MAX_EPISODE_RECORDS = 10**6
 """Largest ``sum(phase_lengths) * max_records``: the records drawn at ``reset``
 (five values each; about 300 MB and 2.5 s at the bound)."""
-
-
-def default_sandbox_parent() -> str | None:
-    """Where sandboxes go by default: the RAM-backed ``/dev/shm`` when it is usable
-    and ``TMPDIR`` is not set, else the system's temporary directory (``None``)."""
-    shm = "/dev/shm"
-    if "TMPDIR" not in os.environ and os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
-        return shm
-    return None
 
 
 def required_files(n_domains: int) -> int:

@@ -66,7 +66,7 @@ from tepa_envs.core import check_positive_int
 from tepa_envs.error import ResetNeeded
 from tepa_envs.file_ops.sandbox_paths import MAX_COMPONENT_CHARS, MAX_DEPTH, MAX_PATH_CHARS, PathArg, SandboxError
 
-__all__ = ["FileInfo", "MAX_COMPONENT_CHARS", "MAX_DEPTH", "MAX_PATH_CHARS", "Orphan", "PathArg", "Sandbox",
+__all__ = ["FileInfo", "default_sandbox_parent", "MAX_COMPONENT_CHARS", "MAX_DEPTH", "MAX_PATH_CHARS", "Orphan", "PathArg", "Sandbox",
            "SandboxError", "default_sandbox_dirs", "reclaim_orphans"]
 
 PREFIX = "tepa-sandbox-"
@@ -196,11 +196,18 @@ def _install_sigterm_handler() -> None:
     _handler_pid[0] = os.getpid()
 
 
+def default_sandbox_parent() -> str | None:
+    """Where sandboxes go by default: the RAM-backed ``/dev/shm`` when it is usable
+    and ``TMPDIR`` is not set, else the system's temporary directory (``None``)."""
+    shm = "/dev/shm"
+    if "TMPDIR" not in os.environ and os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return None
+
+
 def default_sandbox_dirs() -> list[str]:
     """The directories sandboxes are made in by default (what ``tepa-bench clean`` scans):
     FileOps' default (``/dev/shm`` when usable) and the system's temporary directory."""
-    from tepa_envs.file_ops.env import default_sandbox_parent  # env imports this module
-
     dirs = [default_sandbox_parent() or tempfile.gettempdir(), tempfile.gettempdir()]
     return list(dict.fromkeys(dirs))
 
