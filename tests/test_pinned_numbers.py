@@ -15,6 +15,12 @@ the official rows (``tepa_envs.facts.shaped``; the first generator stays as
 ``generator="classic"``).
 Entries for ``discounted-beta``, ``cusum``, ``bocpd``, ``adwin`` and ``tepa-regime``
 added when they were registered (issue 12); no other count moved.
+Issue 31: ``oracle-reset`` now clears a key when that key's true value changes (it
+cleared every key at each global phase boundary, the reading kept as
+``scope="global"``): its ``executable`` (FileOps) and ``preference`` counts moved on
+purpose, its ``controlled`` counts did not (one key: the two readings agree);
+entries for ``two-strike`` and ``oracle-view`` added when they were registered; no
+other method's count moved.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from tepa_envs.agents.memories.changepoint import (
     CUSUMMemory,
     DiscountedBeta,
 )
-from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
+from tepa_envs.agents.memories.forgetting import ReactiveForgetting
+from tepa_envs.agents.memories.oracles import OracleReset, OracleView
 from tepa_envs.agents.memories.lexical import BM25Index
 from tepa_envs.agents.memories.lww_validation import LWWValidation
 from tepa_envs.agents.memories.protocol import Memory, MemoryBase, MemoryHooks, hooks_of
@@ -26,12 +27,13 @@ from tepa_envs.agents.memories.tepa_choices import PAPER_READINGS, PRESETS as TE
 from tepa_envs.agents.memories.tepa_full import TEPAFull
 from tepa_envs.agents.memories.tepa_regime import TEPARegime
 from tepa_envs.agents.memories.trials import TrialGate
+from tepa_envs.agents.memories.two_strike import TwoStrike
 
 __all__ = [
     "ADWINMemory", "AppendOnly", "BM25Index", "BOCPDMemory", "CUSUMMemory", "ChangePointMemory",
     "DiscountedBeta", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
-    "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "PAPER_READINGS",
+    "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "OracleView", "PAPER_READINGS",
     "ReactiveForgetting", "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAChoices", "TEPAFull", "TEPANoRev",
-    "TEPAPaper", "TEPARegime", "TEPA_PRESETS", "TemporalRecency", "TrialGate",
+    "TEPAPaper", "TEPARegime", "TEPA_PRESETS", "TemporalRecency", "TrialGate", "TwoStrike",
     "hooks_of", "load_class", "make_memory", "replay_audit",
 ]

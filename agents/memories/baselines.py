@@ -139,7 +139,18 @@ class AppendOnly(MemoryBase):
 
 
 class TemporalRecency(AppendOnly):
-    """Append-only storage; retrieval ranked by recency and cut to ``top_k``."""
+    """Append-only storage; retrieval ranked by recency and cut to ``top_k``.
+
+    Its first record is always the key's most recently asserted value, which is the one
+    record :class:`LastWriteWins` shows (and :class:`ConflictAwareRecency`'s first): the
+    three differ only in the records after the first. A reader that acts on the first
+    record, and follows it equally often whether one value or several are shown
+    (the ``default``, ``ideal`` and ``never-explore`` reader profiles), therefore makes
+    the same decisions with the three on every stream, so every success count and every
+    evidence stream is identical (``tests/agents/memories/test_recency_identity.py``);
+    a reader that follows a prompt listing several values more readily than a lone one
+    (``smollm2-135m``: ``follow_conflict`` 0.55 against ``follow_plain`` 0.34) separates
+    LWW from the two list-showing methods."""
 
     name = "temporal-recency"
 
@@ -152,7 +163,14 @@ class TemporalRecency(AppendOnly):
 
 class ConflictAwareRecency(AppendOnly):
     """Support-ranked like append-only until a key holds conflicting values;
-    from then on its newest value comes first."""
+    from then on its newest value comes first.
+
+    The rule has no effect on what comes first: while a key holds one value, that value
+    is both the best-supported and the newest. So its first record is always the newest
+    asserted value, as for :class:`TemporalRecency` (whose list it equals up to
+    ``top_k``, 5 here against 3) and :class:`LastWriteWins`: see
+    :class:`TemporalRecency` for when the three make the same decisions and the reader
+    that separates them."""
 
     name = "conflict-aware-recency"
 
@@ -163,7 +181,11 @@ class ConflictAwareRecency(AppendOnly):
 
 
 class LastWriteWins(MemoryBase):
-    """One value per key: the newest assertion replaces the old one."""
+    """One value per key: the newest assertion replaces the old one.
+
+    Shows the first record of :class:`TemporalRecency` and :class:`ConflictAwareRecency`
+    alone (see :class:`TemporalRecency` for why the three run identically under the
+    ``default``, ``ideal`` and ``never-explore`` readers)."""
 
     name = "lww"
 

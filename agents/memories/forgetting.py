@@ -1,11 +1,13 @@
-"""Memories that forget: reactively after failures, or at the true phase boundary."""
+"""Memories that forget: reactively after failures (the oracle bounds that forget at the
+true change, :class:`OracleReset`, live in :mod:`~tepa_envs.agents.memories.oracles` and
+are importable from here as before)."""
 
 from __future__ import annotations
 
-from tepa_envs.core import Evidence, Record, check_positive_int
+from tepa_envs.core import Evidence, check_positive_int
 
 from tepa_envs.agents.memories.baselines import AppendOnly
-from tepa_envs.agents.memories.protocol import MemoryBase
+from tepa_envs.agents.memories.oracles import OracleReset
 
 
 class ReactiveForgetting(AppendOnly):
@@ -44,34 +46,4 @@ class ReactiveForgetting(AppendOnly):
         super()._observe(evidence)
 
 
-class OracleReset(MemoryBase):
-    """Diagnostic upper bound: a base memory cleared at every true phase boundary.
-
-    Only this method is told the boundaries (through :meth:`on_phase_boundary`).
-
-    Args:
-        base: the memory cleared at each boundary (default: append-only).
-    """
-
-    name = "oracle-reset"
-
-    def __init__(self, *, base: MemoryBase | None = None) -> None:
-        super().__init__()
-        if base is not None and not isinstance(base, MemoryBase):
-            raise TypeError(f"base must be a MemoryBase, got {type(base).__name__}")
-        self.base = base if base is not None else AppendOnly()
-        self.boundaries_seen = 0
-
-    def on_phase_boundary(self) -> None:
-        self.base.reset()
-        self.boundaries_seen += 1
-
-    def _observe(self, evidence: Evidence) -> None:
-        self.base.observe(evidence)
-
-    def _retrieve(self, key: str, context: str) -> list[Record]:
-        return self.base.retrieve(key, context)
-
-    def _reset(self) -> None:
-        self.base.reset()
-        self.boundaries_seen = 0
+__all__ = ["OracleReset", "ReactiveForgetting"]

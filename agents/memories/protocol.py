@@ -34,6 +34,10 @@ class MemoryHooks:
       validate candidates by execution keep it.
     * :meth:`on_phase_boundary`: the task now presented starts a new true phase
       (diagnostic oracle methods only act on it).
+    * :meth:`on_oracle`: the task now presented has ``key`` and its true value is
+      ``correct`` (``info["oracle"]["correct"]``), told before the memory is asked
+      for it (diagnostic oracle methods only act on it: ``oracle-reset`` clears a key
+      whose true value changed, ``oracle-view`` shows it).
     * :attr:`trial_budget_spent`: trials this memory ran since its last reset.
     """
 
@@ -42,6 +46,9 @@ class MemoryHooks:
 
     def on_phase_boundary(self) -> None:
         """The task now presented starts a new true phase."""
+
+    def on_oracle(self, key: str, correct: str) -> None:
+        """The task now presented has ``key``, whose true value is ``correct``."""
 
     @property
     def trial_budget_spent(self) -> int:

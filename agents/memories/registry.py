@@ -8,13 +8,15 @@ from typing import Any, Callable
 
 from tepa_envs.agents.memories.baselines import AppendOnly, ConflictAwareRecency, LastWriteWins, NoMemory, SlidingWindow, TemporalRecency
 from tepa_envs.agents.memories.changepoint import ADWINMemory, BOCPDMemory, CUSUMMemory, DiscountedBeta
-from tepa_envs.agents.memories.forgetting import OracleReset, ReactiveForgetting
+from tepa_envs.agents.memories.forgetting import ReactiveForgetting
+from tepa_envs.agents.memories.oracles import OracleReset, OracleView
 from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.semantic import SemanticRetrieval
 from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, TEPAPaper
 from tepa_envs.agents.memories.tepa_full import TEPAFull
 from tepa_envs.agents.memories.tepa_regime import TEPARegime
 from tepa_envs.agents.memories.lww_validation import LWWValidation
+from tepa_envs.agents.memories.two_strike import TwoStrike
 
 METHODS: dict[str, Callable[..., Memory]] = {
     "no-memory": NoMemory,
@@ -35,7 +37,9 @@ METHODS: dict[str, Callable[..., Memory]] = {
     "bocpd": BOCPDMemory,
     "adwin": ADWINMemory,
     "tepa-regime": TEPARegime,
+    "two-strike": TwoStrike,
     "oracle-reset": OracleReset,
+    "oracle-view": OracleView,
 }
 METHOD_NAMES: tuple[str, ...] = tuple(METHODS)
 

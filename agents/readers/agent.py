@@ -17,7 +17,7 @@ import numpy as np
 from tepa_envs.core import check_choice
 from tepa_envs.error import ResetNeeded
 
-from tepa_envs.agents.memories.protocol import Memory, hooks_of
+from tepa_envs.agents.memories.protocol import NO_HOOKS, Memory, MemoryHooks, hooks_of
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
 from tepa_envs.agents.readers.questions import QuestionReading
@@ -89,6 +89,7 @@ class MemoryAgent:
         begin_task = getattr(self.reader, "begin_task", None)  # optional: readers that read the task's text
         if begin_task is not None:
             begin_task(info)
+        tell_oracle(self.memory, info)
         self._reading_state.last = None
         return self._task.to_action(self._read(self.retrieve, self.reader, self._task, info, self._reading_state))
 
@@ -127,12 +128,31 @@ class MemoryAgent:
 
 def write_step(memory: Memory, info: Mapping[str, Any]) -> None:
     """Feed a step's ``info["evidence"]`` into ``memory``, then call its
-    ``on_phase_boundary`` hook when the task now presented starts a new phase."""
+    ``on_phase_boundary`` hook when the task now presented starts a new phase and
+    its ``on_oracle`` hook with the presented key and its true value
+    (:func:`tell_oracle`)."""
     for evidence in info.get("evidence", ()):
         memory.observe(evidence)
     oracle = info.get("oracle")
     if oracle and oracle.get("phase_changed"):
         hooks_of(memory).on_phase_boundary()
+    tell_oracle(memory, info)
+
+
+def tell_oracle(memory: Memory, info: Mapping[str, Any]) -> None:
+    """Call ``memory``'s ``on_oracle(key, correct)`` hook for the task ``info`` presents
+    (nothing when no task is presented or the memory has no hooks). Only the diagnostic
+    oracle methods act on it; telling the same task twice changes nothing."""
+    hooks = hooks_of(memory)
+    if hooks is NO_HOOKS or type(hooks).on_oracle is MemoryHooks.on_oracle:
+        return  # the no-op hook: nothing to tell
+    oracle = info.get("oracle")
+    key = info.get("key")
+    if not oracle or not key or type(key) is not str:
+        return
+    correct = oracle.get("correct")
+    if type(correct) is str and int(oracle.get("phase", 0)) >= 0:
+        hooks.on_oracle(key, correct)
 
 
 @dataclass
@@ -160,6 +180,7 @@ def run_episode(env: gym.Env, agent: MemoryAgent, seed: int, *,
     observers = tuple(observers)
     _, info = env.reset(seed=seed)
     agent.reset(env, seed)
+    tell_oracle(agent.memory, info)
     outside, agent.observers = agent.observers, observers
     try:
         for observer in observers:

@@ -24,7 +24,7 @@ PERMUTATION_BLOCK = 64
 """Comparisons tested together (their null statistics take ``2**20 / n_seeds * 64 * 8`` bytes)."""
 RANK_BOOTSTRAP = 2000
 """Bootstrap resamples of the mean-rank CI."""
-ORACLES: tuple[str, ...] = ("oracle-reset",)
+ORACLES: tuple[str, ...] = ("oracle-reset", "oracle-view")
 """Methods told the true phase boundaries: shown, never the best, left out of ranks and pairs."""
 BASELINE = "no-memory"
 OVERALL = "overall"

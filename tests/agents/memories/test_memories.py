@@ -8,6 +8,7 @@ from tepa_envs.agents import (
     METHOD_NAMES, AppendOnly, LastWriteWins, LWWValidation, OracleReset, ReactiveForgetting,
     SemanticRetrieval, SlidingWindow, TemporalRecency, make_memory,
 )
+from tepa_envs.agents.memories import OracleView
 from tepa_envs.core import Evidence
 
 KEY = "summarize/finance/csv"
@@ -62,14 +63,51 @@ def test_reactive_forgetting_wipes_everything_after_a_run_of_failures():
     assert memory.cleanups == 1
 
 
-def test_oracle_reset_clears_at_the_boundary_only():
-    memory = OracleReset()
+def test_oracle_reset_global_clears_at_the_boundary_only():
+    memory = OracleReset(scope="global")
     memory.observe(ev("a", 0))
+    assert memory.retrieve(KEY)
+    memory.on_oracle(KEY, "b")  # the global reading ignores per-key truths
     assert memory.retrieve(KEY)
     memory.on_phase_boundary()
     assert memory.retrieve(KEY) == [] and memory.boundaries_seen == 1
     memory.observe(ev("b", 1))
     assert [r.value for r in memory.retrieve(KEY)] == ["b"]
+
+
+def test_oracle_reset_clears_only_the_key_whose_truth_changed():
+    memory = OracleReset()
+    other = "other/key/y"
+    memory.on_oracle(KEY, "a")
+    memory.observe(ev("a", 0))
+    memory.on_oracle(other, "x")
+    memory.observe(Evidence(other, "x", 1, True, "test"))
+    memory.on_phase_boundary()  # a global boundary clears nothing per key
+    memory.on_oracle(KEY, "a")
+    assert [r.value for r in memory.retrieve(KEY)] == ["a"]
+    memory.on_oracle(KEY, "b")  # KEY changed: only KEY is forgotten
+    assert memory.retrieve(KEY) == [] and [r.value for r in memory.retrieve(other)] == ["x"]
+    assert memory.keys_cleared == 1
+    memory.observe(ev("b", 2))
+    memory.on_oracle(KEY, "b")  # told again: nothing changes
+    assert [r.value for r in memory.retrieve(KEY)] == ["b"]
+    with pytest.raises(ValueError, match="scope"):
+        OracleReset(scope="phase")
+
+
+def test_oracle_view_shows_the_told_truth_only():
+    memory = OracleView()
+    assert memory.retrieve(KEY) == []
+    memory.observe(ev("a", 0))
+    assert memory.retrieve(KEY) == []  # evidence is not a truth
+    memory.on_oracle(KEY, "b")
+    assert [(r.value, r.state.value) for r in memory.retrieve(KEY)] == [("b", "active"), ("a", "revoked")]
+    memory.reset()
+    assert memory.retrieve(KEY) == []
+    alone = OracleView(alternatives=False)
+    alone.observe(ev("a", 0))
+    alone.on_oracle(KEY, "b")
+    assert [(r.value, r.conflict) for r in alone.retrieve(KEY)] == [("b", 0)]
 
 
 def test_semantic_retrieval_finds_similar_text_under_another_key():
@@ -192,3 +230,30 @@ def test_oracle_reset_is_told_each_true_boundary_during_an_episode():
     agent.memory.on_phase_boundary = spy
     run_episode(env, agent, seed=0)
     assert seen == [3, 7, 12]
+
+
+def test_oracle_methods_are_told_every_presented_truth_before_they_are_asked():
+    import gymnasium as gym
+
+    import tepa_envs  # noqa: F401
+    from tepa_envs.agents import MemoryAgent, run_episode
+    from tepa_envs.agents.readers.agent import EpisodeObserver
+
+    class Check(EpisodeObserver):
+        def __init__(self):
+            self.views = []
+
+        def on_step(self, info_before, action, info_after):
+            self.views.append((info_before["oracle"]["correct"], self.shown))
+
+        def on_retrieve(self, key, context, records):
+            self.shown = records[0].value if records else None
+
+    env = gym.make("TEPA/RegimeDrift-Poisson-v0")
+    check = Check()
+    result = run_episode(env, MemoryAgent("oracle-view"), seed=3, observers=[check])
+    assert check.views and all(correct == shown for correct, shown in check.views)
+    assert result.success.mean() > 0.9
+    agent = MemoryAgent("oracle-reset")
+    run_episode(env, agent, seed=3)
+    assert agent.memory.keys_cleared > 0 and agent.memory.boundaries_seen == 3
