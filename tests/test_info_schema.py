@@ -223,3 +223,22 @@ def test_fixed_schema_check_env_with_warnings_as_errors():
             env = gym.make(env_id, **_small(env_id), info_schema="fixed")
             check_env(env.unwrapped)
             env.close()
+
+
+@pytest.mark.parametrize("env_id", ["TEPA/RegimeDrift-v0", "TEPA/RegimeDrift-ManyKeys-v0", "TEPA/PreferenceStream-v0",
+                                    "TEPA/FileOps-v0"])
+@pytest.mark.parametrize("method", ["tepa", "two-strike", "oracle-reset"])
+def test_the_agent_loop_reads_both_schemas_alike(env_id, method):
+    """The one episode loop (scoring, evidence, the oracle hook) gives the same episode
+    whether the environment reports the rich or the fixed info."""
+    from tepa_envs.agents import MemoryAgent, run_episode
+
+    results = []
+    for schema in ("rich", "fixed"):
+        env = gym.make(env_id, info_schema=schema, **({"phase_lengths": (5, 5, 5, 5)} if "FileOps" in env_id else {}))
+        try:
+            results.append(run_episode(env, MemoryAgent(method), seed=4))
+        finally:
+            env.close()
+    assert len(results[0].success) > 0
+    assert np.array_equal(results[0].success, results[1].success) and results[0].keys == results[1].keys

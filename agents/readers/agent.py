@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import check_choice
+from tepa_envs.core.step_info import evidence_of, is_scored
 from tepa_envs.error import ResetNeeded
 
 from tepa_envs.agents.memories.protocol import NO_HOOKS, Memory, MemoryHooks, hooks_of
@@ -117,7 +118,7 @@ class MemoryAgent:
 
     def learn(self, info: Mapping[str, Any]) -> None:
         """Write the step's evidence; tell the memory about a true phase boundary."""
-        write_step(self.memory, info)
+        write_step(self.memory, info, self._task.env if self._task is not None else None)
 
     def trials_spent(self) -> dict[str, int]:
         """Trials the environment ran for this agent's memory since the episode began."""
@@ -126,13 +127,15 @@ class MemoryAgent:
         return self._task.trials_spent()
 
 
-def write_step(memory: Memory, info: Mapping[str, Any]) -> None:
-    """Feed a step's ``info["evidence"]`` into ``memory``, then call its
+def write_step(memory: Memory, info: Mapping[str, Any], env: Any = None) -> None:
+    """Feed a step's evidence into ``memory`` (``info["evidence"]``, or, for an
+    ``info_schema="fixed"`` info, ``env``'s ``last_evidence``), then call its
     ``on_phase_boundary`` hook when the task now presented starts a new phase and
     its ``on_oracle`` hook with the presented key and its true value
     (:func:`tell_oracle`)."""
-    for evidence in info.get("evidence", ()):
-        memory.observe(evidence)
+    evidence = info.get("evidence", ())
+    for item in evidence if isinstance(evidence, (list, tuple)) else evidence_of(info, env):
+        memory.observe(item)
     oracle = info.get("oracle")
     if oracle and oracle.get("phase_changed"):
         hooks_of(memory).on_phase_boundary()
@@ -197,7 +200,7 @@ def run_episode(env: gym.Env, agent: MemoryAgent, seed: int, *,
             _, _, terminated, truncated, after = env.step(action)
             for observer in observers:
                 observer.on_step(info, action, after)
-            if "success" in after:
+            if is_scored(after):
                 successes.append(bool(after["success"]))
                 phases.append(phase)
                 keys.append(key)

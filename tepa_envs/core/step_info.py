@@ -146,6 +146,13 @@ def fixed_step_info(*, key: str, context: str, evidence: Sequence[Evidence], t: 
     return info
 
 
+def is_scored(info: Mapping[str, Any]) -> bool:
+    """Whether the step ``info`` reports was scored, whatever the schema: ``info["scored"]``
+    (the fixed schema), else whether the rich ``info`` carries ``success``."""
+    scored = info.get("scored")
+    return bool(scored) if scored is not None else "success" in info
+
+
 def evidence_of(info: Mapping[str, Any], env: Any = None) -> tuple[Evidence, ...]:
     """The step's evidence as :class:`~tepa_envs.core.Evidence` objects, whatever the schema:
     ``info["evidence"]`` when it is the rich list, else ``env``'s ``last_evidence``

@@ -22,7 +22,7 @@ from tepa_envs.agents.evaluation.analysis.settings import settings_for
 from tepa_envs.agents.evaluation.analysis.view_quality import View
 from tepa_envs.agents.readers.agent import EpisodeObserver, EpisodeResult, MemoryAgent, run_episode
 from tepa_envs.agents.readers.task_access import TaskAccess, task_access
-from tepa_envs.core.step_info import evidence_of
+from tepa_envs.core.step_info import evidence_of, is_scored
 
 
 class DriftTracer(EpisodeObserver):
@@ -81,7 +81,7 @@ class DriftTracer(EpisodeObserver):
         values = self._values.get(key)
         if values is None:
             values = self._values[key] = self._actions_of(key)
-        if "success" in info_after:
+        if is_scored(info_after):
             oracle = info_before.get("oracle", {})
             correct = oracle.get("correct", "")
             correct = correct if type(correct) is str else str(correct)
