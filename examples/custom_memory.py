@@ -2,7 +2,9 @@
 
 A memory is any object with ``observe``, ``retrieve`` and ``reset``. This one
 remembers the newest *successful* value per key and forgets a key after two
-failures in a row: a simple revocation rule to compare with TEPA's.
+failures in a row: a simple revocation rule to compare with TEPA's. The first
+step is the conformance kit, ``check_memory``, which names any broken part of
+the protocol before an evaluation runs.
 
     python examples/custom_memory.py            # or, from this folder:
     tepa-bench run TEPA/RegimeDrift-v0 --methods custom_memory:ForgetOnFailures,tepa,lww --seeds 20
@@ -11,6 +13,7 @@ failures in a row: a simple revocation rule to compare with TEPA's.
 from __future__ import annotations
 
 from tepa_envs.agents.evaluation import evaluate, summarize
+from tepa_envs.agents.memories import check_memory
 from tepa_envs.agents.evaluation.outputs.report import format_table
 from tepa_envs.core import Evidence, LifecycleState, Record
 
@@ -43,6 +46,7 @@ class ForgetOnFailures:
 
 
 def main(seeds: int = 20, workers: int = 1) -> str:
+    check_memory(ForgetOnFailures())  # raises MemoryConformanceError naming the first broken check
     # Methods travel to worker processes by import path; this file's folder is on sys.path when run as a script.
     methods = ["no-memory", "append-only", "lww", "tepa", "custom_memory:ForgetOnFailures"]
     evaluation = evaluate("TEPA/RegimeDrift-v0", methods, range(seeds), workers=workers)

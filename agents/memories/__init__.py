@@ -1,5 +1,6 @@
 """Memory methods: the protocol, the registry of shipped methods, and each method."""
 
+from tepa_envs.agents.memories.conformance import MemoryConformanceError, check_memory
 from tepa_envs.agents.memories.baselines import (
     AppendOnly,
     ConflictAwareRecency,
@@ -30,6 +31,7 @@ from tepa_envs.agents.memories.trials import TrialGate
 from tepa_envs.agents.memories.two_strike import TwoStrike
 
 __all__ = [
+    "MemoryConformanceError", "check_memory",
     "ADWINMemory", "AppendOnly", "BM25Index", "BOCPDMemory", "CUSUMMemory", "ChangePointMemory",
     "DiscountedBeta", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
     "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "OracleView", "PAPER_READINGS",
