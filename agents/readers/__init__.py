@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tepa_envs.agents.readers.local_lm import LocalLMReader
     from tepa_envs.agents.readers.openai_reader import OpenAIReader
     from tepa_envs.agents.readers.prompt import TEMPLATE_VERSION, render_prompt
+    from tepa_envs.agents.readers.protocol import Reader, ReaderHooks, reader_hooks
 
 _LAZY: dict[str, str] = {
     "EpisodeResult": "tepa_envs.agents.readers.agent",
@@ -27,9 +28,13 @@ _LAZY: dict[str, str] = {
     "OpenAIReader": "tepa_envs.agents.readers.openai_reader",
     "TEMPLATE_VERSION": "tepa_envs.agents.readers.prompt",
     "render_prompt": "tepa_envs.agents.readers.prompt",
+    "Reader": "tepa_envs.agents.readers.protocol",
+    "ReaderHooks": "tepa_envs.agents.readers.protocol",
+    "reader_hooks": "tepa_envs.agents.readers.protocol",
 }
 """Public name -> the module it is loaded from (on first use)."""
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
 
 __all__ = ["EpisodeResult", "EvidenceReader", "LMReaderError", "LocalLMReader", "MemoryAgent", "OpenAIReader",
-           "READER_NAMES", "TEMPLATE_VERSION", "make_reader", "render_prompt", "run_episode"]
+           "READER_NAMES", "Reader", "ReaderHooks", "TEMPLATE_VERSION", "make_reader", "reader_hooks", "render_prompt",
+           "run_episode"]

@@ -21,6 +21,7 @@ from tepa_envs.error import ResetNeeded
 from tepa_envs.agents.memories.protocol import NO_HOOKS, Memory, MemoryHooks, hooks_of
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.readers.protocol import reader_hooks
 from tepa_envs.agents.readers.questions import QuestionReading
 from tepa_envs.agents.readers.reading import READINGS, ReadingState
 from tepa_envs.agents.readers.task_access import TaskAccess, task_access
@@ -52,9 +53,10 @@ class MemoryAgent:
     Args:
         memory: a memory object or a name/import path understood by :func:`make_memory`.
         reader: the reader (default: :class:`EvidenceReader` with its documented defaults).
-            A reader may also offer ``bind_memory(memory)`` (called here) and
-            ``begin_task(info)`` (called before each decision), as the language-model
-            readers do to see which memory they read and the task's text.
+            A reader that subclasses :class:`~tepa_envs.agents.readers.protocol.ReaderHooks`
+            gets ``bind_memory(memory)`` (called here) and ``begin_task(info)`` (called
+            before each decision), as the language-model readers do to see which memory
+            they read and the task's text.
         reading: ``"direct"``, ``"chain"`` (multi-hop questions) or ``"question"``
             (also maps questions the environment did not key), see
             :mod:`tepa_envs.agents.readers.reading`.
@@ -65,9 +67,8 @@ class MemoryAgent:
         check_choice("reading", reading, READINGS)
         self.memory = make_memory(memory)
         self.reader = reader if reader is not None else EvidenceReader()
-        bind_memory = getattr(self.reader, "bind_memory", None)  # optional: language-model readers
-        if bind_memory is not None:
-            bind_memory(self.memory)
+        self._hooks = reader_hooks(self.reader)
+        self._hooks.bind_memory(self.memory)
         self.reading = reading
         self._read = READINGS[reading]
         self._reading_state = ReadingState()
@@ -87,9 +88,7 @@ class MemoryAgent:
         """Choose the action for the task described by ``info``."""
         if self._task is None:
             raise ResetNeeded("call MemoryAgent.reset(env, seed) before act()")
-        begin_task = getattr(self.reader, "begin_task", None)  # optional: readers that read the task's text
-        if begin_task is not None:
-            begin_task(info)
+        self._hooks.begin_task(info)
         tell_oracle(self.memory, info)
         self._reading_state.last = None
         return self._task.to_action(self._read(self.retrieve, self.reader, self._task, info, self._reading_state))

@@ -44,6 +44,7 @@ from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.agent import MemoryAgent, run_episode
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
 from tepa_envs.agents.readers.profile import ReaderProfile
+from tepa_envs.agents.readers.protocol import reader_hooks
 from tepa_envs.agents.readers.prompt import shows_validity
 
 KINDS: tuple[str, ...] = ("plain", "validity", "conflict", "stated", "empty")
@@ -142,14 +143,11 @@ _PLAIN_MEMORY = make_memory("lww")
 def ask(reader: Any, decision: Decision, episode_seed: int) -> str:
     """The reader's answer to ``decision``, asked as an episode would ask it."""
     reader.reset(episode_seed)
-    bind_memory = getattr(reader, "bind_memory", None)
-    if bind_memory is not None:
-        memory = _VALIDITY_MEMORY if decision.validity else _PLAIN_MEMORY
-        assert shows_validity(memory) == decision.validity
-        bind_memory(memory)
-    begin_task = getattr(reader, "begin_task", None)
-    if begin_task is not None:
-        begin_task({"context": decision.context})
+    hooks = reader_hooks(reader)
+    memory = _VALIDITY_MEMORY if decision.validity else _PLAIN_MEMORY
+    assert shows_validity(memory) == decision.validity
+    hooks.bind_memory(memory)
+    hooks.begin_task({"context": decision.context})
     return str(reader.choose(list(decision.records), list(decision.choices), decision.stated))
 
 

@@ -9,12 +9,13 @@ import numpy as np
 from tepa_envs.core import Record, check_choice, check_int, check_probability
 
 from tepa_envs.agents.readers.prompt import shows_validity
+from tepa_envs.agents.readers.protocol import ReaderHooks
 
 FALLBACKS: tuple[str, ...] = ("default", "repeat")
 """What the reader chooses when nothing usable is shown and it does not explore."""
 
 
-class EvidenceReader:
+class EvidenceReader(ReaderHooks):
     """Reads a prompt of retrieved records and picks a value.
 
     * The prompt shows records (in the memory's order): with probability

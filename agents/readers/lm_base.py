@@ -29,6 +29,7 @@ from tepa_envs.error import TepaError
 from tepa_envs.core import Record
 
 from tepa_envs.agents.readers.lm_cache import CachedDecision, DecisionCache, decision_key, open_cache
+from tepa_envs.agents.readers.protocol import ReaderHooks
 from tepa_envs.agents.readers.prompt import TEMPLATE_VERSION, Prompt, render_prompt, shows_validity
 
 VALIDITY_MODES: tuple[str, ...] = ("auto", "hidden")
@@ -92,7 +93,7 @@ class ReaderStats:
             self.picks[value] = self.picks.get(value, 0) + n
 
 
-class LMReader:
+class LMReader(ReaderHooks):
     """Base of the language-model readers (see the module docstring).
 
     Subclasses set :attr:`model_id` (the identity the cache keys on) and implement
