@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -51,6 +50,7 @@ import numpy as np
 import tepa_envs  # noqa: F401
 from tepa_envs.agents import MemoryAgent, run_episode
 from tepa_envs.agents.evaluation.engine.executor import run_jobs
+from tepa_envs.agents.evaluation.outputs.blocks import BlockError, write_block
 from tepa_envs.agents.evaluation.outputs.files import write_text_atomic
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
 from tepa_envs.agents.readers.lm_cache import DecisionCache
@@ -67,8 +67,7 @@ READERS: dict[str, dict[str, Any]] = {
 """The local-model variants a study can run: their :class:`LocalLMReader` kwargs."""
 READER_LABELS = {"local-lm": "SmolLM2-135M", "local-lm-hidden": "SmolLM2-135M, validity hidden",
                  "local-lm-t1": "SmolLM2-135M, sampled (temperature 1)"}
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCK = re.compile(r"(<!-- begin:lm-reader -->\n)(.*?)(<!-- end:lm-reader -->)", re.S)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # ------------------------------------------------------------------------------ speed
@@ -273,10 +272,10 @@ def table(rows: list[dict[str, Any]], speed_result: dict[str, Any] | None) -> st
 def readme(args: argparse.Namespace) -> None:
     rows = read_rows(Path(args.rows))
     speed_result = json.loads(Path(args.speed).read_text()) if args.speed else None
-    text = README.read_text(encoding="utf-8")
-    if not BLOCK.search(text):
-        sys.exit("README.md has no <!-- begin:lm-reader --> block")
-    write_text_atomic(README, BLOCK.sub(lambda m: m.group(1) + table(rows, speed_result) + m.group(3), text))
+    try:  # the lm-reader block, wherever it lives (README.md or a page under docs/)
+        write_block("lm-reader", table(rows, speed_result), ROOT)
+    except BlockError as error:
+        sys.exit(str(error))
     print(table(rows, speed_result))
 
 

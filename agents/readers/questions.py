@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
-from tepa_envs.agents.readers.lexicon import RELATION_LEXICON, Lexicon
+from tepa_envs.agents.readers.lexicon import Lexicon
+from tepa_envs.facts.wordnet import wordnet as _wordnet
 
 SUBJECT, OBJECT = "{S}", "{O}"
 MAX_HOPS = 4
@@ -49,6 +50,12 @@ MAX_BRIDGES = 1
 GENERIC_CONCEPTS = frozenset({"location", "city", "country"})
 """Concepts that name a kind of place rather than a relation: a token naming only
 these explains half as much as a relation word."""
+
+DEFAULT_LEXICON: Lexicon = {}
+"""The lexicon used by default: none. Relation words are matched by their stems and,
+when WordNet is installed, by its senses and derivations
+(:mod:`~tepa_envs.facts.wordnet`); the hand-written
+:data:`~tepa_envs.agents.readers.lexicon.RELATION_LEXICON` is an optional plug-in."""
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset("""a an the of in on at to by for with from as and or is are was were be been being
@@ -96,10 +103,11 @@ class Token:
     words: tuple[str, ...]
     concepts: frozenset[str]
     phrase: bool = False   # a lexicon phrase: it matches by concept (or as the same phrase) only
+    generic: bool = False  # names a kind of place rather than a relation
 
     @property
     def weight(self) -> float:
-        return GENERIC_WEIGHT if self.concepts and self.concepts <= GENERIC_CONCEPTS else 1.0
+        return GENERIC_WEIGHT if self.generic else 1.0
 
     def matches(self, other: "Token") -> bool:
         if self.concepts & other.concepts:
@@ -110,9 +118,10 @@ class Token:
 
 
 class _Reader:
-    """Tokenizer for one lexicon: phrases first, then single words."""
+    """Tokenizer for one lexicon (and WordNet's senses, when used): phrases first, then single words."""
 
-    def __init__(self, lexicon: Lexicon) -> None:
+    def __init__(self, lexicon: Lexicon, use_wordnet: bool = True) -> None:
+        self.wordnet = _wordnet() if use_wordnet else None
         phrases: dict[tuple[str, ...], set[str]] = {}
         singles: dict[str, set[str]] = {}
         for concept, entries in lexicon.items():
@@ -142,28 +151,56 @@ class _Reader:
                 concepts = self.phrases.get(words[i:i + n])
                 if concepts is not None:
                     content = tuple(w for w in words[i:i + n] if w not in _STOP)
-                    out.append(Token(content, concepts, phrase=True))
+                    out.append(Token(content, concepts, phrase=True, generic=concepts <= GENERIC_CONCEPTS))
                     i += n
                     break
             else:
+                collocation = self._collocation(words, i)
+                if collocation is not None:
+                    n, concepts = collocation
+                    content = tuple(w for w in words[i:i + n] if w not in _STOP)
+                    out.append(Token(content, concepts, phrase=True))
+                    i += n
+                    continue
                 word = words[i]
                 if word not in _STOP:
-                    out.append(Token((word,), self._single(word)))
+                    concepts = self._single(word)
+                    out.append(Token((word,), concepts, generic=self._generic(word, concepts)))
                 i += 1
         return tuple(out)
 
+    def _collocation(self, words: tuple[str, ...], i: int) -> tuple[int, frozenset[str]] | None:
+        """A WordNet collocation of 2 or 3 words starting at ``i`` ("passed away"), with its concepts."""
+        if self.wordnet is None or words[i] in _STOP:
+            return None
+        for n in (3, 2):
+            if i + n <= len(words):
+                concepts = self.wordnet.phrase(words[i:i + n])
+                if concepts:
+                    return n, concepts
+        return None
+
     @lru_cache(maxsize=65536)
     def _single(self, word: str) -> frozenset[str]:
-        return self.concepts(word)
+        found = self.concepts(word)
+        if self.wordnet is not None:
+            found |= self.wordnet.concepts(word)
+        return found
+
+    def _generic(self, word: str, concepts: frozenset[str]) -> bool:
+        named = concepts - self.wordnet.concepts(word) if self.wordnet is not None else concepts
+        if named:
+            return named <= GENERIC_CONCEPTS
+        return word == "where" or (self.wordnet is not None and self.wordnet.is_place(word))
 
 
-_READERS: dict[int, tuple[Lexicon, _Reader]] = {}
+_READERS: dict[tuple[int, bool], tuple[Lexicon, _Reader]] = {}
 
 
-def _reader_for(lexicon: Lexicon) -> _Reader:
-    cached = _READERS.get(id(lexicon))
+def _reader_for(lexicon: Lexicon, use_wordnet: bool = True) -> _Reader:
+    cached = _READERS.get((id(lexicon), use_wordnet))
     if cached is None or cached[0] is not lexicon:
-        cached = _READERS[id(lexicon)] = (lexicon, _Reader(lexicon))
+        cached = _READERS[(id(lexicon), use_wordnet)] = (lexicon, _Reader(lexicon, use_wordnet))
     return cached[1]
 
 
@@ -276,15 +313,17 @@ Retrieve = Callable[[str], list]
 
 
 def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
-                    lexicon: Lexicon | None = None, max_hops: int = MAX_HOPS) -> QuestionReading:
+                    lexicon: Lexicon | None = None, max_hops: int = MAX_HOPS,
+                    use_wordnet: bool = True) -> QuestionReading:
     """Answer ``question`` by a chain through ``retrieve`` (``key -> records``, the
     memory's current records for a key) over the keys of ``index`` (see the module).
 
-    ``lexicon``: concept -> words and phrases (default
-    :data:`~tepa_envs.agents.readers.lexicon.RELATION_LEXICON`; ``{}`` for word
-    overlap alone).
+    ``lexicon``: concept -> words and phrases (default ``{}``: none, WordNet carries
+    the matching; :data:`~tepa_envs.agents.readers.lexicon.RELATION_LEXICON` is an
+    optional plug-in). ``use_wordnet``: also match words by their WordNet senses and
+    derivations (:mod:`~tepa_envs.facts.wordnet`) when WordNet is installed.
     """
-    reader = _reader_for(RELATION_LEXICON if lexicon is None else lexicon)
+    reader = _reader_for(DEFAULT_LEXICON if lexicon is None else lexicon, use_wordnet)
     words = words_of(question)
     spans = index.mentions(words)
     if not spans:

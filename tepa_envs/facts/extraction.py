@@ -34,6 +34,17 @@ fact may override). Frames are induced from the data alone:
    fitting sampled frame with the most constant words; sentences that fit
    none are induced again together with the sample.
 
+7. One relation, one key, whatever the surface form (:func:`canonical_facts`).
+   English states "the N of B is A" three ways: "The N of B is A", "B's N is
+   A" and, object first, "A is the N of B". Frames of these three shapes (a
+   copula, the relation noun ``N``) take one canonical frame, ``The N of {S}
+   is {O}``, with the possessor ``B`` as the subject whatever its place in the
+   sentence. Frames that name one relation in other words are then merged
+   (:func:`merge_synonymous`): their relation words match (same stem, or a
+   shared WordNet sense or derivation, :mod:`tepa_envs.facts.wordnet`) and
+   their objects are of one kind (they share an object). These are rules of
+   English grammar and a general lexical database, not of any data set.
+
 A sentence no attested frame fits is not keyed (``None``). The key is
 ``"<subject>|<frame>"`` with the frame as a slot string,
 e.g. ``"Victoria Beckham|{S} is married to {O}"``.
@@ -130,7 +141,100 @@ def induce_facts(texts: Sequence[str], sample: int | None = SAMPLE) -> list[Indu
         if shorter is not None:
             middle, obj = words[len(prefix) + len(subject):shorter], words[shorter:]
         facts.append(InducedFact(_join(subject), _frame(prefix, middle), _join(obj)))
-    return facts
+    return merge_synonymous(canonical_facts(facts))
+
+
+_COPULA = r"(?:is|was|are|were)"
+_GENITIVE_FORMS = (
+    (re.compile(r"^(?:the|a|an) (?P<n>.+) of \{S\} " + _COPULA + r" \{O\}$", re.I), False),
+    (re.compile(r"^\{S\}['’]s (?P<n>.+) " + _COPULA + r" \{O\}$", re.I), False),
+    (re.compile(r"^\{S\} " + _COPULA + r" the (?P<n>.+) of \{O\}$", re.I), True),   # object first
+)
+
+
+def canonical_frame(frame: str) -> tuple[str, bool] | None:
+    """``(canonical frame, roles swapped)`` of a genitive frame ("The N of {S} is {O}",
+    "{S}'s N is {O}", "{S} is the N of {O}"), else ``None``."""
+    for pattern, swapped in _GENITIVE_FORMS:
+        match = pattern.match(frame)
+        if match:
+            return f"The {match.group('n').lower()} of {SUBJECT} is {OBJECT}", swapped
+    return None
+
+
+def canonical_facts(facts: Sequence[InducedFact | None]) -> list[InducedFact | None]:
+    """Step 7 of the module, first half: genitive frames to ``The N of {S} is {O}``, the
+    possessor as the subject."""
+    out: list[InducedFact | None] = []
+    for fact in facts:
+        canonical = None if fact is None else canonical_frame(fact.frame)
+        if fact is None or canonical is None:
+            out.append(fact)
+        elif canonical[1]:
+            out.append(InducedFact(fact.object, canonical[0], fact.subject))
+        else:
+            out.append(InducedFact(fact.subject, canonical[0], fact.object))
+    return out
+
+
+_FRAME_STOP = frozenset("""a an the of in on at to by for with from as and or is are was were be been being
+    has have had its his her their s named called""".split())
+
+
+def _relation_words(frame: str) -> tuple[str, ...]:
+    text = frame.replace(SUBJECT, " ").replace(OBJECT, " ").replace("'s", " ").replace("’s", " ")
+    return tuple(w for w in re.findall(r"[^\W_]+", text.lower()) if w not in _FRAME_STOP)
+
+
+def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | None]:
+    """Step 7, second half: frames naming one relation in other words take one frame (the
+    more used one). Two frames are merged when every relation word of one matches a
+    relation word of the other (stem or WordNet) in both directions, and they share an
+    object; frames are merged at most into one other frame each."""
+    from tepa_envs.facts.wordnet import wordnet
+
+    net = wordnet()
+    usage = Counter(f.frame for f in facts if f is not None)
+    objects: dict[str, set[str]] = defaultdict(set)
+    for f in facts:
+        if f is not None:
+            objects[f.frame].add(f.object)
+    concepts: dict[str, frozenset[str]] = {}
+
+    def senses(word: str) -> frozenset[str]:
+        if word not in concepts:
+            concepts[word] = net.concepts(word) if net is not None else frozenset()
+        return concepts[word]
+
+    def match(a: str, b: str) -> bool:
+        return a == b or (len(a) > 3 and len(b) > 3 and a[:4] == b[:4] and _stem(a) == _stem(b)) \
+            or bool(senses(a) & senses(b))
+
+    def covers(xs: tuple[str, ...], ys: tuple[str, ...]) -> bool:
+        return bool(xs) and all(any(match(x, y) for y in ys) for x in xs)
+
+    frames = sorted(usage, key=lambda f: (-usage[f], f))
+    words = {f: _relation_words(f) for f in frames}
+    into: dict[str, str] = {}
+    for i, frame in enumerate(frames):
+        for target in frames[:i]:
+            if target in into:
+                continue
+            if covers(words[frame], words[target]) and covers(words[target], words[frame]) \
+                    and objects[frame] & objects[target]:
+                into[frame] = target
+                break
+    if not into:
+        return list(facts)
+    return [f if f is None or f.frame not in into else InducedFact(f.subject, into[f.frame], f.object)
+            for f in facts]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s", "er"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: len(word) - len(suffix)]
+    return word
 
 
 def _by_sampled_frames(sentences: Sequence[Words], sample: int
@@ -376,4 +480,4 @@ def _group_move(frame: Frame, group: Sequence[int], options: Sequence[dict[Frame
     return moves if delta < 0 else None
 
 
-__all__ = ["InducedFact", "induce_facts"]
+__all__ = ["InducedFact", "canonical_facts", "canonical_frame", "induce_facts", "merge_synonymous"]

@@ -19,3 +19,12 @@ def real_rows() -> Path:
         pytest.skip(f"the official MemoryAgentBench rows are not in {REAL_ROWS} (e.g. an sdist); "
                     "set TEPA_MAB_DATA to their folder")
     return REAL_ROWS
+
+
+@pytest.fixture()
+def needs_wordnet() -> None:
+    """Skip, saying why, a test whose measured floors assume WordNet (the ``wordnet`` extra)."""
+    from tepa_envs.facts.wordnet import INSTALL, wordnet
+
+    if wordnet() is None:
+        pytest.skip(f"WordNet is not installed ({INSTALL}, the wordnet extra); the floors assume it")

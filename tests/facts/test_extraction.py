@@ -18,6 +18,7 @@ import pytest
 
 import tepa_envs  # noqa: F401
 from tepa_envs.agents.evaluation.studies.facts import score_method
+from tepa_envs.agents.readers.lexicon import RELATION_LEXICON
 from tepa_envs.agents.readers.questions import FactIndex, alike, answer_question
 from tepa_envs.facts.extraction import induce_facts
 from tepa_envs.facts.loader import parse_context
@@ -49,9 +50,10 @@ def newest_memory(context: str):
     return FactIndex(newest), lambda key: [newest[key]] if key in newest else []
 
 
-def exact_match(record, lexicon=None) -> float:
+def exact_match(record, lexicon=None, use_wordnet=True) -> float:
     index, retrieve = newest_memory(record["context"])
-    hits = [substring_exact_match(answer_question(q, index, retrieve, lexicon=lexicon).answer, a)
+    hits = [substring_exact_match(answer_question(q, index, retrieve, lexicon=lexicon,
+                                                  use_wordnet=use_wordnet).answer, a)
             for q, a in zip(record["questions"], record["answers"])]
     return sum(hits) / len(hits)
 
@@ -81,36 +83,40 @@ def test_held_out_forms_are_extracted_with_their_subjects_and_objects(seed):
     assert {"{S} keeps a pet named {O}", "The favourite colour of {S} is {O}", "{S} lies on the river {O}"} <= frames
 
 
-def test_held_out_single_hop_em_is_within_005_of_the_seen_forms(real_rows):
+def test_held_out_single_hop_em_is_within_005_of_the_seen_forms(real_rows, needs_wordnet):
     seen = exact_match(json.loads((real_rows / "factconsolidation_sh_6k.json").read_text())[0])
     held = [exact_match(held_out_records(seed)["sh"]) for seed in range(3)]
-    assert seen >= 0.95  # measured 1.00
-    assert min(held) >= seen - 0.05  # measured 1.00 on every seed
+    assert seen >= 0.95  # measured 0.99
+    # issue 13's target (within 0.05) is missed since the lexicon lost its entries taken from
+    # the development rows (issue 24): measured 0.89 / 0.84 / 0.89, 0.10-0.15 below the seen forms;
+    # the misses are "husband or wife" for "is wedded to", which WordNet does not relate
+    assert min(held) >= seen - 0.18
 
 
-def test_held_out_multi_hop_and_the_lexicon_plug_in():
+def test_held_out_multi_hop_and_the_lexicon_plug_in(needs_wordnet):
     records = held_out_records(0)
-    with_lexicon = exact_match(records["mh"])
-    without = exact_match(records["mh"], lexicon={})
-    assert with_lexicon >= 0.8  # measured 0.92
-    assert without >= 0.6       # measured 0.83: word overlap alone, no relation lexicon
-    assert exact_match(records["sh"], lexicon={}) >= 0.7  # measured 0.81 (paraphrases fail without it)
+    default = exact_match(records["mh"])          # WordNet, no lexicon (the default)
+    assert default >= 0.75                         # measured 0.83
+    assert exact_match(records["mh"], lexicon=RELATION_LEXICON) >= 0.75  # the optional plug-in
+    assert exact_match(records["sh"]) >= 0.8       # measured 0.89
 
 
-def test_held_out_record_through_the_env_and_every_front_end_shared(tmp_path):
+def test_held_out_record_through_the_env_and_every_front_end_shared(tmp_path, needs_wordnet):
     records = held_out_records(1)
     path = tmp_path / "held_out.json"
     path.write_text(json.dumps([records["sh"], records["mh"]]), encoding="utf-8")
     sh = gym.make(ENV_ID, split="sh", length="6k", data_path=path)
     assert sh.unwrapped.known_keys() == ()
-    assert score_method(sh, "tepa", 0)[0] >= 0.95
-    assert score_method(sh, "lww", 0)[0] >= 0.95
-    assert score_method(sh, "append-only", 0)[0] >= 0.95  # same key lookup as TEPA
+    tepa = score_method(sh, "tepa", 0)[0]
+    assert tepa >= 0.8  # measured 0.84 (0.95+ with the lexicon fitted to the development rows, removed)
+    assert score_method(sh, "lww", 0)[0] == tepa
+    assert score_method(sh, "append-only", 0)[0] == tepa  # same key lookup as TEPA
     norev = score_method(sh, "tepa-norev", 0)[0]
-    assert abs(norev - records["world"]["never_overridden_sh"]) <= 0.05
+    # NoRev answers at most the questions about facts never overridden (those it understands)
+    assert norev <= records["world"]["never_overridden_sh"] + 0.05 and norev < tepa
     assert score_method(sh, "no-memory", 0)[0] == 0.0
     mh = gym.make(ENV_ID, split="mh", length="6k", data_path=path)
-    assert score_method(mh, "tepa", 0)[0] >= 0.8
+    assert score_method(mh, "tepa", 0)[0] >= 0.75
 
 
 # ------------------------------------------------------------------ question reading
@@ -136,9 +142,10 @@ def test_alike_is_inflection_not_prefix():
     assert not alike("head", "headquarters") and not alike("city", "citizen")
 
 
-def test_official_rows_with_and_without_the_relation_lexicon(real_rows):
+def test_official_rows_with_and_without_the_relation_lexicon(real_rows, needs_wordnet):
     rows = {split: json.loads((real_rows / f"factconsolidation_{split}_6k.json").read_text())[0]
             for split in ("sh", "mh")}
-    assert exact_match(rows["sh"], lexicon={}) >= 0.95   # measured 1.00: single-hop needs no lexicon
-    assert exact_match(rows["mh"]) >= 0.8                # measured 0.84 (newest fact at every hop)
-    assert exact_match(rows["mh"], lexicon={}) >= 0.55   # measured 0.64: paraphrased hops need synonyms
+    assert exact_match(rows["sh"]) >= 0.95               # measured 0.99: single-hop needs no lexicon
+    assert exact_match(rows["mh"]) >= 0.65               # measured 0.70 with WordNet (0.84 with the removed
+    #                                                      lexicon fitted to these rows)
+    assert exact_match(rows["mh"], use_wordnet=False) >= 0.55  # measured 0.64: stems alone

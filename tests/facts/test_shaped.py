@@ -61,14 +61,14 @@ def test_same_seed_same_records_and_the_seed_matters():
         generate_shaped("5k", 0)
 
 
-def test_shaped_records_through_the_shared_front_end():
+def test_shaped_records_through_the_shared_front_end(needs_wordnet):
     sh = gym.make(ENV_ID, split="sh", length="6k")
     assert sh.unwrapped.generator == "shaped"
-    assert score_method(sh, "tepa", 0)[0] >= 0.95          # measured 0.98
+    assert score_method(sh, "tepa", 0)[0] >= 0.8           # measured 0.83 (0.98 with the fitted lexicon)
     norev = score_method(sh, "tepa-norev", 0)[0]
     assert abs(norev - NEVER_OVERRIDDEN_SH) <= 0.05          # NoRev answers the never-overridden quarter
     mh = gym.make(ENV_ID, split="mh", length="6k")
-    assert score_method(mh, "tepa", 0)[0] >= 0.9             # measured 0.99
+    assert score_method(mh, "tepa", 0)[0] >= 0.85            # measured 0.87 (0.99 with the fitted lexicon)
     assert score_method(mh, "tepa-norev", 0)[0] <= 0.1       # every chain has an overridden hop
     with pytest.raises(ValueError, match="generator must be one of shaped, classic"):
         gym.make(ENV_ID, generator="mab")

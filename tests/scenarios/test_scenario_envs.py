@@ -319,13 +319,13 @@ def test_a_custom_schedule_with_any_number_of_segments_runs_to_its_end():
     assert len(env.unwrapped.regime_table()["summarize/finance/csv"]) == 7
 
 
-def test_the_readme_schedule_snippet_runs_as_written():
+def test_the_documented_schedule_snippet_runs_as_written():
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "environments" / "regime-drift.md").read_text()
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if '"segments"' in b]
     namespace: dict[str, Any] = {"gym": gym}
-    exec(compile(block, "README.md (schedule snippet)", "exec"), namespace)
+    exec(compile(block, "docs/environments/regime-drift.md (schedule snippet)", "exec"), namespace)
     env = namespace["env"]
     env.reset(seed=0)
     assert env.unwrapped.schedule.names == ("calm", "migration", "churn", "rollback")

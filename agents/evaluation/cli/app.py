@@ -93,12 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--full", action="store_true",
                            help="the full benchmark protocol behind the README's tables (1,000+ seeds to a 95%% "
                                 "half-width of 0.015; controlled: about 5 minutes on 2 cores). Default: the "
-                                "standard size (400+ seeds to 0.03; controlled: about a minute)")
+                                "standard size (300 seeds; controlled: about a minute)")
+    reproduce.add_argument("--local-lm", action="store_true",
+                           help="facts: also score every method under the local-lm question reader "
+                                "(the packaged SmolLM2 reads each hop; first questions of each cell only)")
     reproduce.set_defaults(func=cmd_reproduce, out="results")
 
-    readme = sub.add_parser("readme", help="regenerate the README's tables from a reproduce directory")
+    readme = sub.add_parser("readme", help="regenerate the result tables of the README and docs/ from a reproduce directory")
     readme.add_argument("results", help="the --out directory of `tepa-bench reproduce all`")
-    readme.add_argument("--readme", default="README.md", help="the README to update (default README.md)")
+    readme.add_argument("--readme", default="README.md", help="the README to update; the pages under docs/ beside it too (default README.md)")
     readme.set_defaults(func=cmd_readme, quiet=False)
 
     run = sub.add_parser("run", help="evaluate any methods on any registered environment")

@@ -30,6 +30,7 @@ from tepa_envs.agents.evaluation.engine.sweep import (
     cleanup_temp_stores, describe_cells, evaluate_through_store, execute, format_rate, stored_episodes,
 )
 from tepa_envs.agents.evaluation.engine.validate import check_env_id, env_kwarg_names, validate_methods
+from tepa_envs.agents.evaluation.outputs.blocks import BlockError
 from tepa_envs.agents.evaluation.outputs.facts_tables import format_facts_table
 from tepa_envs.agents.evaluation.outputs.files import ManifestError, begin_run, write_manifest
 from tepa_envs.agents.evaluation.outputs.readme import update_readme
@@ -127,7 +128,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     progress = progress_factory(quiet=args.quiet)
     for name in names:
         if name == "facts":
-            reproduce_all(["facts"], protocol, out, workers=args.workers, log=stage_log, progress=progress)
+            reproduce_all(["facts"], protocol, out, workers=args.workers, log=stage_log, progress=progress,
+                          facts_local_lm=bool(getattr(args, "local_lm", False)))
             print("\n== facts ==")
             print(format_facts_table(json.loads((out / "facts" / "results.json").read_text())))
             stage_log(f"facts: wrote {out / 'facts'}/ (results.json, manifest.json)")
@@ -155,7 +157,10 @@ def cmd_readme(args: argparse.Namespace) -> int:
         replaced = update_readme(readme, results_dir)
     except ManifestError as exc:
         raise UsageError(f"{results_dir} is not a complete run: {exc}") from None
-    print(f"updated {len(replaced)} tables in {readme}: {', '.join(replaced) or 'none'}")
+    except BlockError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"updated {len(replaced)} tables in {readme} and the pages of {readme.parent / 'docs'}: "
+          f"{', '.join(replaced) or 'none'} (docs: docs/results/index.md)")
     return 0
 
 

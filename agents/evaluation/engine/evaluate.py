@@ -31,6 +31,12 @@ def evaluate(env_id: str, methods: Sequence[str | MethodSpec], seeds: Sequence[i
 
     ``reader_kwargs`` override the reader of the environment's settings for every
     method alike (e.g. ``{"follow_prob": 0.99}`` for a sensitivity analysis).
+
+    >>> evaluation = evaluate("TEPA/RegimeDrift-v0", ["tepa", "no-memory"], seeds=range(2))
+    >>> evaluation.methods
+    ['tepa', 'no-memory']
+    >>> evaluation.runs["tepa"].success.shape  # seeds x tasks
+    (2, 160)
     """
     env_kwargs = dict(env_kwargs or {})
     reader_kwargs = dict(reader_kwargs or {})

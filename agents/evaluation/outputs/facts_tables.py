@@ -16,35 +16,67 @@ BREAKDOWN = ("correct", "question understanding", "hop extraction", "stale hop v
 (:func:`~tepa_envs.agents.evaluation.studies.facts.diagnose` sorts the questions)."""
 
 
-def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -> str:
-    """A terminal table: one line per method, per split and length ``real / synthetic
-    (paper)``; then the front-end coverage of every cell."""
-    if not rows:
-        raise ValueError("no rows to format")
+READER_NOTES = {
+    "newest": "the reader resolves conflicts by fact order (every memory that shows the newest value scores alike)",
+    "memory-order": "each hop uses the record the memory ranks first by what it states (state, score, validity, "
+                    "support; equals in the order stored): the memory must resolve conflicts",
+    "local-lm": "the packaged SmolLM2-135M reads each hop's records (first questions of each cell only)",
+    "first-record": "each hop uses the memory's first record (rows written before question readers were named)",
+}
+
+
+def _reader(row: dict[str, Any]) -> str:
+    return row.get("reader", "first-record")
+
+
+def _cell_text(real: dict[str, Any] | None, synthetic: dict[str, Any] | None, dash: str) -> str:
+    paper = (real or synthetic or {}).get("paper")
+    text = (f"{real['score']:.2f}" if real else dash) + " / " + (f"{synthetic['score']:.2f}" if synthetic else dash)
+    return text + (f" ({paper:.2f})" if paper is not None else "")
+
+
+def _layout(rows: Sequence[dict[str, Any]]):
+    readers = list(dict.fromkeys(_reader(row) for row in rows))
     methods = list(dict.fromkeys(row["method"] for row in rows))
     cells = list(dict.fromkeys((row["split"], row["length"]) for row in rows))
-    lookup = {(row.get("source", "synthetic"), row["split"], row["length"], row["method"]): row for row in rows}
+    lookup = {(_reader(row), row.get("source", "synthetic"), row["split"], row["length"], row["method"]): row
+              for row in rows}
+    return readers, methods, cells, lookup
+
+
+def _subset_note(rows: Sequence[dict[str, Any]], reader: str) -> str:
+    counts = sorted({row.get("n_questions", 0) for row in rows if _reader(row) == reader})
+    return f" ({'/'.join(str(c) for c in counts)} questions a cell)" if reader == "local-lm" and counts else ""
+
+
+def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -> str:
+    """A terminal table per question reader: one line per method, per split and length
+    ``real / synthetic (paper)``; then the front-end coverage of every cell."""
+    if not rows:
+        raise ValueError("no rows to format")
+    readers, methods, cells, lookup = _layout(rows)
     lines = ["FactConsolidation, substring exact match, one answer per question: real / synthetic (paper).",
              "One front-end for every method (induced fact frames, question chains through the memory); "
-             "'-' where there is no real row.",
-             "method".ljust(method_width) + "".join(f"{s.upper()}-{n}".rjust(22) for s, n in cells)]
-    for method in methods:
-        line = method.ljust(method_width)
-        for split, length in cells:
-            real = lookup.get(("real", split, length, method))
-            synthetic = lookup.get(("synthetic", split, length, method))
-            paper = (real or synthetic or {}).get("paper")
-            text = (f"{real['score']:.2f}" if real else "-") + " / " + (f"{synthetic['score']:.2f}" if synthetic else "-")
-            text += f" ({paper:.2f})" if paper is not None else ""
-            line += text.rjust(22)
-        lines.append(line)
+             "'-' where there is no real row."]
+    for reader in readers:
+        lines += ["", f"question reader {reader}{_subset_note(rows, reader)}: {READER_NOTES.get(reader, '')}",
+                  "method".ljust(method_width) + "".join(f"{s.upper()}-{n}".rjust(22) for s, n in cells)]
+        for method in methods:
+            if not any((reader, src, s, n, method) in lookup for src in ("real", "synthetic") for s, n in cells):
+                continue
+            line = method.ljust(method_width)
+            for split, length in cells:
+                line += _cell_text(lookup.get((reader, "real", split, length, method)),
+                                   lookup.get((reader, "synthetic", split, length, method)), "-").rjust(22)
+            lines.append(line)
+    lines.append("")
     coverage = {(r.get("source", "synthetic"), r["split"], r["length"]): r.get("coverage") for r in rows}
     lines.append("facts keyed by the front-end: " + ", ".join(
         f"{source} {split.upper()}-{length} {value:.1%}" for (source, split, length), value in coverage.items()
         if value is not None))
-    for (source, split, length, method), row in lookup.items():
+    for (reader, source, split, length, method), row in lookup.items():
         if method == "tepa" and split == "mh" and row.get("breakdown"):
-            lines.append(f"where tepa's chains break, {source} {split.upper()}-{length}: " + ", ".join(
+            lines.append(f"where tepa's chains break ({reader}), {source} {split.upper()}-{length}: " + ", ".join(
                 f"{kind} {n}" for kind, n in row["breakdown"].items() if n))
     differences = front_end_differences(FACTS_ENV_ID, [m for m in methods])
     if differences:
@@ -55,34 +87,33 @@ def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -
 
 
 def facts_markdown(rows: Sequence[dict[str, Any]], focus: str = "tepa") -> str:
-    """The README's table: a row per method, per split and length ``real / synthetic
-    (paper)``; then the front-end's coverage and where ``focus``'s chains break."""
+    """The README's table: a row per method, a column per question reader and split and
+    length, ``real / synthetic (paper)``; then the front-end's coverage and where
+    ``focus``'s chains break."""
     if not rows:
         raise ValueError("no rows to format")
-    methods = list(dict.fromkeys(row["method"] for row in rows))
-    cells = list(dict.fromkeys((row["split"], row["length"]) for row in rows))
-    lookup = {(row.get("source", "synthetic"), row["split"], row["length"], row["method"]): row for row in rows}
+    readers, methods, cells, lookup = _layout(rows)
+    columns = [(reader, split, length) for reader in readers for split, length in cells]
     table_rows = []
     for method in methods:
-        entries = []
-        for split, length in cells:
-            real = lookup.get(("real", split, length, method))
-            synthetic = lookup.get(("synthetic", split, length, method))
-            paper = (real or synthetic or {}).get("paper")
-            text = (f"{real['score']:.2f}" if real else "—") + " / " + (f"{synthetic['score']:.2f}" if synthetic else "—")
-            entries.append(text + (f" ({paper:.2f})" if paper is not None else ""))
+        entries = [_cell_text(lookup.get((reader, "real", split, length, method)),
+                              lookup.get((reader, "synthetic", split, length, method)), "—")
+                   for reader, split, length in columns]
         table_rows.append([method, *entries])
-    table = markdown_table(["method", *(f"{s.upper()}-{n}" for s, n in cells)], table_rows)
+    headers = ["method", *(f"{reader}: {s.upper()}-{n}" for reader, s, n in columns)]
+    table = markdown_table(headers, table_rows)
     coverage = {(r.get("source", "synthetic"), r["split"], r["length"]): r.get("coverage") for r in rows}
-    lines = ["", "Fact sentences keyed by the front-end: " + ", ".join(
+    lines = ["", "Question readers: " + "; ".join(
+        f"`{reader}`{_subset_note(rows, reader)}: {READER_NOTES.get(reader, '')}" for reader in readers) + ".",
+        "", "Fact sentences keyed by the front-end: " + ", ".join(
         f"{source} {split.upper()}-{length} {value:.0%}" for (source, split, length), value in coverage.items()
         if value is not None) + "."]
-    for (source, split, length, method), row in lookup.items():
+    for (reader, source, split, length, method), row in lookup.items():
         if method == focus and split == "mh" and row.get("breakdown"):
             counts = row["breakdown"]
-            lines.append(f"Where {focus}'s chains break, {source} {split.upper()}-{length}: " + ", ".join(
+            lines.append(f"Where {focus}'s chains break ({reader}), {source} {split.upper()}-{length}: " + ", ".join(
                 f"{kind} {counts[kind]}" for kind in BREAKDOWN if counts.get(kind)) + ".")
     return table + "\n".join(lines) + "\n"
 
 
-__all__ = ["BREAKDOWN", "facts_markdown", "format_facts_table"]
+__all__ = ["BREAKDOWN", "READER_NOTES", "facts_markdown", "format_facts_table"]

@@ -1,26 +1,31 @@
-"""``tepa-bench readme``: the README's result tables, generated from a ``reproduce`` directory.
+"""``tepa-bench readme``: the result tables of the README and the documentation pages,
+generated from a ``reproduce`` directory.
 
-The README marks each generated table with ``<!-- begin:NAME -->`` and
-``<!-- end:NAME -->``; :func:`update_readme` replaces what lies between them and
-nothing else, so no number in a table is typed by hand.
+Each generated table is marked with ``<!-- begin:NAME -->`` and ``<!-- end:NAME -->``,
+in ``README.md`` or in a page under ``docs/``; :func:`update_readme` replaces what lies
+between them and nothing else (through :mod:`~tepa_envs.agents.evaluation.outputs.blocks`,
+the one block writer), so no number in a table is typed by hand. A table whose inputs
+are absent is left as it is, and the findings table keeps the rows of the settings the
+directory does not hold: a generator never removes what it did not regenerate.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable
 
+from tepa_envs.agents.evaluation.analysis.leaderboard import ORACLES
+from tepa_envs.agents.evaluation.outputs.blocks import MARKER, blocks, markdown_files, merge_rows, write_blocks
 from tepa_envs.agents.evaluation.outputs.facts_tables import facts_markdown
-from tepa_envs.agents.evaluation.outputs.files import check_manifest, write_text_atomic
+from tepa_envs.agents.evaluation.outputs.files import check_manifest
 from tepa_envs.agents.evaluation.outputs.leaderboard import readme_metrics, readme_table
 from tepa_envs.agents.evaluation.outputs.report import format_p
 from tepa_envs.agents.evaluation.outputs.tables import markdown_table
 
 SHORT_PHASES = {"stable": "stable", "light_drift": "light drift", "full_reversal": "full reversal",
                 "partial_return": "partial return", "overall": "overall"}
-MARKER = re.compile(r"(<!-- begin:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- end:(?P=name) -->)", re.S)
+__all__ = ["MARKER", "tables", "update_readme"]
 
 
 def _load(path: Path) -> Any:
@@ -63,7 +68,8 @@ def setting_table(directory: Path, phases: tuple[str, ...]) -> str:
     note = (f"\n{protocol['seeds']} seeds (cap {protocol['seed_cap']}); the widest 95 % CI half-width of any "
             f"method on any phase is {widest:.4f} (target {protocol['max_half_width']}). Limit on "
             f"{SHORT_PHASES[focus]}: oracle reset with a perfect reader (`follow_prob = 1`) "
-            f"{limit_focus:.3f}, with this reader {_phase_value(protocol['limits']['oracle_reset'], results, focus):.3f}.\n")
+            f"{limit_focus:.3f}, with this reader {_phase_value(protocol['limits']['oracle_reset'], results, focus):.3f}"
+            + _view_limit(protocol, results, focus) + ".\n")
     return markdown_table(header, rows) + note
 
 
@@ -88,6 +94,16 @@ def comparisons_table(directory: Path, pairs: list[tuple[str, str]]) -> str:
     alpha = results.get("alpha", 0.05)
     return (markdown_table(["difference", "phase", "mean [95% CI]", "Holm p", f"significant at α = {alpha}"], rows)
             + f"\nHolm–Bonferroni over all {len(results['comparisons'])} comparisons of the run.\n")
+
+
+def _view_limit(protocol: dict[str, Any], results: dict[str, Any], focus: str) -> str:
+    """The oracle-view ceiling beside the oracle-reset limit, when the run measured it."""
+    limits = protocol["limits"]
+    if "oracle_view" not in limits:
+        return ""
+    return (f"; oracle view (the memory that shows the true value: the most any memory gives a reader) "
+            f"{_phase_value(limits['oracle_view_perfect_reader'], results, focus):.3f} with a perfect reader, "
+            f"{_phase_value(limits['oracle_view'], results, focus):.3f} with this reader")
 
 
 def findings_table(results_dir: Path, names: tuple[str, ...]) -> str:
@@ -123,13 +139,13 @@ def findings_table(results_dir: Path, names: tuple[str, ...]) -> str:
         for i, level in enumerate(study["levels"]):
             tepa = study[key]["tepa"][i]
             above = sorted(((values[i] - tepa, method) for method, values in study[key].items()
-                            if method != "oracle-reset" and values[i] - tepa >= 0.0005), reverse=True)
+                            if method not in ORACLES and values[i] - tepa >= 0.0005), reverse=True)
             studies.append([label.format(level), "overall" if key == "overall_success" else "full reversal",
                             f"{tepa:.3f}", ", ".join(f"{m} {d:+.3f}" for d, m in above) or "(none)",
                             str(study["seeds"])])
     if not studies:
         return table
-    return (table + "\nSecondary studies (means over seeds, not paired-tested; the oracle bound left out):\n\n"
+    return (table + "\nSecondary studies (means over seeds, not paired-tested; the oracle bounds left out):\n\n"
             + markdown_table(["study", "phase", "TEPA", "methods above TEPA (difference)", "seeds"], studies))
 
 
@@ -236,20 +252,28 @@ def tables(results_dir: Path) -> dict[str, str]:
 
 
 def update_readme(readme: Path, results_dir: Path) -> list[str]:
-    """Replace every marked table whose inputs exist; returns the names replaced."""
-    generated = tables(results_dir)
-    text = readme.read_text()
-    replaced: list[str] = []
+    """Replace every marked table whose inputs exist, in ``readme`` or in any page of the
+    ``docs/`` folder beside it; returns the names replaced, in the order they appear.
 
-    def substitute(match: re.Match[str]) -> str:
-        name = match.group("name")
-        if name not in generated:
-            return match.group(0)
-        replaced.append(name)
-        return match.group(1) + generated[name] + match.group(4)
-
-    new_text = MARKER.sub(substitute, text)
-    if new_text != text:
-        write_text_atomic(readme, new_text)
-    return replaced
-
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _ = (root / "README.md").write_text("<!-- begin:speed -->\\nkept\\n<!-- end:speed -->\\n")
+    >>> update_readme(root / "README.md", root)  # an empty results directory: nothing to write
+    []
+    >>> (root / "README.md").read_text()
+    '<!-- begin:speed -->\\nkept\\n<!-- end:speed -->\\n'
+    """
+    readme = Path(readme)
+    generated = tables(Path(results_dir))
+    files = markdown_files(readme.parent, readme)
+    present = {name: body for path in files for name, body in blocks(path.read_text(encoding="utf-8")).items()}
+    if "findings" in generated and "findings" in present:
+        settings = {name for name in ("controlled", "executable", "preference") if name in generated}
+        studies = ({"controlled"} if {"key-noise", "n-keys"} & set(generated) else set()) | (
+            {"preference"} if "main-profile-share" in generated else set())
+        generated["findings"] = merge_rows(present["findings"], generated["findings"],
+                                           {"setting": settings, "study": studies})
+    bodies = {name: body for name, body in generated.items() if name in present}
+    write_blocks(bodies, readme.parent, readme)
+    order = [m.group("name") for path in files for m in MARKER.finditer(path.read_text(encoding="utf-8"))]
+    return [name for name in order if name in bodies]

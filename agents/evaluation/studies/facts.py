@@ -12,6 +12,16 @@ facts) is a separately named row, ``append-only-bm25``. A cell's score is the
 mean substring exact match over the split's questions, one answer per
 question; the agent decides on question steps only.
 
+Every method is scored under each *question reader*
+(:data:`~tepa_envs.agents.readers.reading.QUESTION_READERS`, readings
+``question-<reader>``): ``newest`` (the reader resolves conflicts by fact order,
+so every memory that shows the newest value scores alike), ``memory-order`` (the
+memory must resolve conflicts: each hop uses the record the memory ranks first by
+what it states about its records, records it states nothing to tell apart read in
+the order stored) and ``local-lm`` (the packaged language model reads each hop's
+records; opt-in, on the first :data:`LM_QUESTIONS` questions of a cell, skipped
+with a reason when the model or its runtime is absent).
+
 Per question the runs keep their provenance (the chain's keys, the values the
 memory returned, the serials of the facts used); :func:`diagnose` sorts a
 method's misses into question understanding, a hop's extraction and a stale
@@ -27,6 +37,7 @@ MemoryAgentBench's own schema. Lengths without such a file have no real row.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,7 +51,9 @@ from tepa_envs.agents.evaluation.engine.runner import make_agent
 from tepa_envs.agents.evaluation.outputs.facts_tables import BREAKDOWN
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.agent import EpisodeObserver, MemoryAgent, run_episode
+from tepa_envs.agents.readers.local_lm import DEFAULT_MODEL, check_runtime, locate_model
 from tepa_envs.agents.readers.questions import words_of
+from tepa_envs.agents.readers.reading import QUESTION_READERS
 from tepa_envs.facts.data import LENGTHS, SPLITS, check_length, check_seed, check_split
 from tepa_envs.facts.metric import normalize_answer
 
@@ -49,6 +62,11 @@ DEFAULT_METHODS: tuple[str, ...] = FACTS_METHODS
 DEFAULT_LENGTHS: tuple[str, ...] = tuple(LENGTHS)
 DATA_ENV = "TEPA_MAB_DATA"
 SOURCES: tuple[str, ...] = ("synthetic", "real")
+READERS: tuple[str, ...] = tuple(QUESTION_READERS)
+DEFAULT_READERS: tuple[str, ...] = ("newest", "memory-order")
+"""The question readers run by default; ``local-lm`` is opt-in (about a second per decision)."""
+LM_QUESTIONS = 20
+"""Questions per cell (the first ones of the split) the ``local-lm`` reader answers."""
 _SHARED = Path(__file__).resolve().parents[4] / "shared" / "data" / "memoryagentbench"
 
 
@@ -105,30 +123,79 @@ class QuestionRecorder(EpisodeObserver):
                           "hops": [[h.key, h.value, h.t] for h in reading.hops] if reading else []})
 
 
-def run_questions(env: gym.Env, method: Method, seed: int) -> list[dict[str, Any]]:
+class QuestionLimit(gym.Wrapper):
+    """Ends the episode after its first ``n`` scored questions (the ``local-lm`` subset)."""
+
+    def __init__(self, env: gym.Env, n: int) -> None:
+        super().__init__(env)
+        self.n = n
+        self._asked = 0
+
+    def reset(self, **kwargs: Any):
+        self._asked = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if "success" in info:
+            self._asked += 1
+            terminated = terminated or self._asked >= self.n
+        return obs, reward, terminated, truncated, info
+
+
+def check_reader(reader: str) -> str:
+    if reader not in READERS:
+        raise ValueError(f"unknown question reader {reader!r}; valid: {', '.join(READERS)}")
+    return reader
+
+
+def lm_available() -> str | None:
+    """``None`` when the ``local-lm`` reader can run, else why not (model or runtime absent)."""
+    try:
+        locate_model(DEFAULT_MODEL)
+        check_runtime()
+    except Exception as exc:  # ModelNotInstalled, or the optional import failing
+        return str(exc)
+    return None
+
+
+def run_questions(env: gym.Env, method: Method, seed: int, reader: str | None = None,
+                  max_questions: int | None = None) -> list[dict[str, Any]]:
     """One episode of ``method`` on ``env`` (the one episode loop); per question: id,
-    question, answer, success and provenance (``hops``: ``[key, value, serial]`` per hop, ``anchor``)."""
+    question, answer, success and provenance (``hops``: ``[key, value, serial]`` per hop, ``anchor``).
+
+    ``reader``: a question reader (:data:`READERS`; ``None``: the settings' reading);
+    ``max_questions``: stop after that many questions (default: ``local-lm`` answers
+    :data:`LM_QUESTIONS`, the others all)."""
     job = Job.resolve(ENV_ID, method, seed)
+    if reader is not None:
+        check_reader(reader)
+        kwargs = {"reader": "local-lm"} if reader == "local-lm" else job.reader_kwargs
+        job = replace(job, reading=f"question-{reader}", reader_kwargs=kwargs)
+        if max_questions is None and reader == "local-lm":
+            max_questions = LM_QUESTIONS
     recorder = QuestionRecorder()
-    run_episode(env, make_agent(job), seed, decide_phases=job.decide_phases, observers=(recorder,))
+    run_env = env if max_questions is None else QuestionLimit(env, max_questions)
+    run_episode(run_env, make_agent(job), seed, decide_phases=job.decide_phases, observers=(recorder,))
     return recorder.rows
 
 
-def score_method(env: gym.Env, method: Method, seed: int) -> tuple[float, int]:
+def score_method(env: gym.Env, method: Method, seed: int, reader: str | None = None) -> tuple[float, int]:
     """Mean substring exact match of ``method`` (a name, import path, :class:`MethodSpec`
-    or memory object) over one episode of ``env``, and the number of questions."""
-    rows = run_questions(env, method, seed)
+    or memory object) over one episode of ``env`` under question ``reader``, and the
+    number of questions."""
+    rows = run_questions(env, method, seed, reader)
     return (float(np.mean([r["success"] for r in rows])) if rows else 0.0), len(rows)
 
 
-def _job(job: tuple[str, str, str, str | None, str | MethodSpec, int]) -> dict[str, Any]:
-    source, split, length, path, method, seed = job
+def _job(job: tuple[str, str, str, str | None, str | MethodSpec, int, str]) -> dict[str, Any]:
+    source, split, length, path, method, seed, reader = job
     kwargs: dict[str, Any] = {"split": split, "length": length}
     if path is not None:
         kwargs["data_path"] = path
     env = gym.make(ENV_ID, **kwargs)
     try:
-        questions = run_questions(env, method, seed)
+        questions = run_questions(env, method, seed, reader)
         coverage = env.unwrapped.coverage()
         breakdown = diagnose(env, questions)
     finally:
@@ -139,8 +206,8 @@ def _job(job: tuple[str, str, str, str | None, str | MethodSpec, int]) -> dict[s
 
 
 def _describe(job: tuple) -> str:
-    source, split, length, _, method, seed = job
-    return f"{source} {split}-{length}, method {method_label(method)}, seed {seed}"
+    source, split, length, _, method, seed, reader = job
+    return f"{source} {split}-{length}, method {method_label(method)}, reader {reader}, seed {seed}"
 
 
 # ------------------------------------------------------------------ the table
@@ -152,15 +219,20 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
                     progress: ProgressHook | None = None,
                     sources: Sequence[str] = SOURCES,
                     data_dir: str | Path | None = None,
-                    with_extra_rows: bool = True) -> list[dict[str, Any]]:
+                    with_extra_rows: bool = True,
+                    readers: Sequence[str] = DEFAULT_READERS,
+                    log: Any = None) -> list[dict[str, Any]]:
     """Score every method on every source, split and length.
 
-    Returns rows ``{source, split, length, method, score, n_questions, paper,
-    coverage, questions}`` in the order sources x splits x lengths x methods
+    Returns rows ``{source, split, length, reader, method, score, n_questions, paper,
+    coverage, questions}`` in the order sources x splits x lengths x readers x methods
     (``questions``: per-question provenance, :func:`run_questions`; ``coverage``:
     the share of the record's fact sentences the front-end keyed). Real rows exist
     only for the lengths whose official file is in the data folder
     (:func:`data_folder`). ``with_extra_rows`` adds ``append-only-bm25``.
+    ``readers``: the question readers (:data:`READERS`); ``local-lm`` answers the
+    first :data:`LM_QUESTIONS` questions of a cell and is left out, with the reason
+    passed to ``log``, when the model or its runtime is not installed.
     """
     methods = list(DEFAULT_METHODS if methods is None else methods)
     if not methods:
@@ -180,6 +252,17 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
         raise ValueError(f"sources must be among {SOURCES}, got {list(sources)}")
+    readers = [check_reader(r) for r in readers]
+    if not readers:
+        raise ValueError("readers must name at least one question reader")
+    if "local-lm" in readers:
+        missing = lm_available()
+        if missing is not None:
+            readers.remove("local-lm")
+            if log is not None:
+                log(f"facts: the local-lm question reader is skipped: {missing}")
+            if not readers:
+                return []
     seed = check_seed(seed)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -191,13 +274,14 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
                 path = official_file(folder, split, length) if source == "real" else None
                 if source == "synthetic" or path is not None:
                     cells.append((source, split, length, None if path is None else str(path)))
-    jobs = [(source, split, length, path, method, seed) for source, split, length, path in cells for method in methods]
+    jobs = [(source, split, length, path, method, seed, reader) for source, split, length, path in cells
+            for reader in readers for method in methods]
     outputs = run_jobs(jobs, _job, workers, progress, describe=_describe)
     rows: list[dict[str, Any]] = []
-    for (source, split, length, path, method, _), out in zip(jobs, outputs):
+    for (source, split, length, path, method, _, reader), out in zip(jobs, outputs):
         label = method_label(method)
         questions = out["questions"]
-        rows.append({"source": source, "split": split, "length": length, "method": label,
+        rows.append({"source": source, "split": split, "length": length, "reader": reader, "method": label,
                      "score": float(np.mean([q["success"] for q in questions])) if questions else 0.0,
                      "n_questions": len(questions), "coverage": out["coverage"],
                      "paper": PAPER_FACTS.get((split, length), {}).get(label),
@@ -288,5 +372,6 @@ def _reach(anchor: tuple[str, ...], gold: list[str], versions: dict[str, list[st
     return newest, reached
 
 
-__all__ = ["DATA_ENV", "QuestionRecorder", "data_folder", "diagnose", "extra_rows", "official_file", "reproduce_facts",
+__all__ = ["DATA_ENV", "DEFAULT_READERS", "LM_QUESTIONS", "READERS", "QuestionLimit", "QuestionRecorder",
+           "check_reader", "lm_available", "data_folder", "diagnose", "extra_rows", "official_file", "reproduce_facts",
            "run_questions", "score_method"]

@@ -35,7 +35,7 @@ from tepa_envs.agents.evaluation.engine.jobs import MethodSpec, method_label
 from tepa_envs.agents.evaluation.engine.progress import Progress, ProgressFactory
 from tepa_envs.agents.evaluation.outputs.files import begin_run, prepare_output_dir, write_json_atomic, write_manifest
 from tepa_envs.agents.evaluation.outputs.report import write_results
-from tepa_envs.agents.evaluation.studies.facts import reproduce_facts
+from tepa_envs.agents.evaluation.studies.facts import DEFAULT_READERS, reproduce_facts
 from tepa_envs.agents.evaluation.studies.profiles import profile_rankings, shared_traces
 from tepa_envs.agents.evaluation.studies.protocol import (
     Protocol, evaluate_to_precision, limits, precision_report, protocol_name, robustness,
@@ -245,18 +245,22 @@ def main_profile_share(protocol: Protocol, workers: int, progress: Progress | No
     return sweep("TEPA/PreferenceStream-v0", "main_profile_share", MAIN_PROFILE_SHARES, protocol, workers, progress, reader_kwargs)
 
 
-def reproduce_facts_rows(workers: int, progress: Progress | None = None) -> list[dict[str, Any]]:
-    return reproduce_facts(methods=METHOD_NAMES, workers=workers, progress=progress)
+def reproduce_facts_rows(workers: int, progress: Progress | None = None, local_lm: bool = False,
+                         log: Log | None = None) -> list[dict[str, Any]]:
+    """Every method under every question reader (``local-lm`` only when asked for)."""
+    readers = (*DEFAULT_READERS, "local-lm") if local_lm else DEFAULT_READERS
+    return reproduce_facts(methods=METHOD_NAMES, workers=workers, progress=progress, readers=readers, log=log)
 
 
 def reproduce_all(names: Sequence[str], protocol: Protocol, out: Path, *, workers: int = 1,
                   alpha: float = 0.05, log: Log = print, progress: ProgressFactory = _silent,
-                  reader_kwargs: dict[str, Any] | None = None) -> None:
+                  reader_kwargs: dict[str, Any] | None = None, facts_local_lm: bool = False) -> None:
     for name in names:
         if name == "facts":
             log("facts: every split and length")
             with progress("facts: every split and length") as bar:
-                rows = reproduce_facts_rows(workers, bar)
+                rows = (reproduce_facts_rows(workers, bar, local_lm=True, log=log) if facts_local_lm
+                        else reproduce_facts_rows(workers, bar))
             prepare_output_dir(out / "facts")
             begin_run(out / "facts")
             write_json_atomic(out / "facts" / "results.json", rows)

@@ -322,8 +322,8 @@ def _has_lww():
     return True
 
 
-def test_the_readme_spec_example_parses(tmp_path):
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+def test_the_documented_spec_example_parses(tmp_path):
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "sweeps.md").read_text()
     (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
     path = write_spec(tmp_path, block, name="drift-grid.toml")
     spec = load_spec(path, validate=False)  # its my_pkg.memory:MyMemory exists only in the example
