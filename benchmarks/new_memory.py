@@ -17,7 +17,8 @@ reports for every scenario:
 each as a mean over seeds with the paired bootstrap 95 % CI of ``two-strike`` minus the
 best other non-oracle method of the run, and ``oracle-view`` (the ceiling) beside it.
 
-Writes ``benchmarks/new_memory/results.json`` and prints a README-ready markdown block.
+Writes ``benchmarks/new_memory/results.json`` and prints the markdown table; ``--readme``
+writes it into the generated block of ``docs/results/two-strike.md``.
 ``--methods`` narrows the comparison set (every registered non-oracle method by
 default; the "best" is the best of the methods run). Usage::
 
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 import tepa_envs  # noqa: F401
+from tepa_envs.agents.evaluation.outputs.blocks import write_block
 from tepa_envs.agents.evaluation import evaluate
 from tepa_envs.agents.evaluation.studies.suite import SUITE_SCENARIOS
 from tepa_envs.agents.memories.registry import METHOD_NAMES
@@ -47,6 +49,7 @@ PROFILES = ("default", "ideal", "never-explore", "smollm2-135m")
 BLIND = {"follow_prob": 0.0, "follow_validity": 0.0, "follow_conflict": 0.0, "stated_prob": 1.0}
 """The memory-blind behaviour reader: explores uniformly whatever the memory shows."""
 FIRST_SEED = 10_000
+ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "new_memory"
 
 NEW_SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -152,7 +155,15 @@ def main() -> None:
     parser.add_argument("--methods", default="", help="comma-separated comparison methods (default: all non-oracle)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--readme", action="store_true",
+                        help="write the table of --out's results.json into its generated block (docs/results/two-strike.md)"
+                             " without running anything")
     args = parser.parse_args()
+    if args.readme:
+        results = json.loads((args.out / "results.json").read_text())
+        where = write_block("two-strike", markdown(results) + "\n", ROOT)
+        print(f"wrote the two-strike block in {where}")
+        return
     methods = [m for m in args.methods.split(",") if m] or [m for m in METHOD_NAMES if m not in ORACLES]
     results = run(list(range(FIRST_SEED, FIRST_SEED + args.seeds)), methods, args.workers)
     args.out.mkdir(parents=True, exist_ok=True)

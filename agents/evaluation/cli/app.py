@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="a tiny protocol for smoke tests (20 seeds); its numbers are not headline numbers")
     reproduce.add_argument("--full", action="store_true",
                            help="the full benchmark protocol behind the README's tables (1,000+ seeds to a 95%% "
-                                "half-width of 0.015; controlled: about 5 minutes on 2 cores). Default: the "
+                                "half-width of 0.015, 200 seeds per reader setting and profile). Default: the "
                                 "standard size (300 seeds; controlled: about a minute)")
     reproduce.add_argument("--local-lm", action="store_true",
                            help="facts: also score every method under the local-lm question reader "

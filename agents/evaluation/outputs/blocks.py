@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from tepa_envs.agents.evaluation.outputs.files import write_text_atomic
+from tepa_envs.error import TepaError
 
 #: a generated block: ``<!-- begin:NAME -->`` (its line), the body, ``<!-- end:NAME -->``
 MARKER = re.compile(r"(<!-- begin:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- end:(?P=name) -->)", re.S)
 
 
-class BlockError(ValueError):
+class BlockError(TepaError, ValueError):
     """A marker found in no file, or in more than one."""
 
 

@@ -65,7 +65,7 @@ class Protocol:
 FULL = Protocol()
 """The benchmark protocol behind the README's headline tables (``tepa-bench reproduce
 --full``): 1,000+ seeds to a half-width of 0.015, 200 seeds per reader setting, 500
-per side study. About 5 minutes for ``controlled`` on 2 cores."""
+per side study."""
 
 STANDARD = Protocol(seeds=300, max_half_width=0.03, max_seeds=300, block=50, robustness_seeds=40,
                     study_seeds=80, seed_caps={"TEPA/FileOps-v0": 100})
