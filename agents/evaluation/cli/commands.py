@@ -239,14 +239,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"report with: tepa-bench report {args.store} --out DIR")
             return 0
         for group, summary in write_report(store, out, log=lambda m: print(m, file=sys.stderr)):
-            print(f"\n== {group.env_id} {group.env_kwargs or ''} {group.reader_kwargs or ''} "
-                  f"({len(group.seeds)} seeds) -> {out / group.directory} ==")
-            print(format_table(summary))
-            print()
-            print(format_drift_table(summary))
-            print()
-            print(format_view_table(summary))
+            print_group(group, summary, out)
     return 0
+
+
+def print_group(group: Any, summary: Summary, out: Path) -> None:
+    """One reported group on the terminal: where its files went, success, drift and view tables."""
+    print(f"\n== {group.env_id} {group.env_kwargs or ''} {group.reader_kwargs or ''} "
+          f"({len(group.seeds)} seeds) -> {out / group.directory} ==")
+    print(format_table(summary))
+    print()
+    print(format_drift_table(summary))
+    print()
+    print(format_view_table(summary))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -262,13 +267,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 raise UsageError(f"--n-perm must be >= 1, got {args.n_perm}")
             statistics = replace(statistics, n_perm=args.n_perm)
         for group, summary in write_report(store, out, statistics, log=lambda m: print(m, file=sys.stderr)):
-            print(f"\n== {group.env_id} {group.env_kwargs or ''} {group.reader_kwargs or ''} "
-                  f"({len(group.seeds)} seeds) -> {out / group.directory} ==")
-            print(format_table(summary))
-            print()
-            print(format_drift_table(summary))
-            print()
-            print(format_view_table(summary))
+            print_group(group, summary, out)
     finally:
         store.close()
     return 0
