@@ -32,6 +32,7 @@ import re
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -252,14 +253,22 @@ def _holds_lock_over(directory: Path) -> bool:
                    for held, (_, pid) in _held.items())
 
 
-def _read_holder(fd: int) -> str:
-    try:
-        os.lseek(fd, 0, os.SEEK_SET)
-        text = os.read(fd, 200).decode("utf-8", "replace").strip()
-    except OSError:
-        return "unknown"
-    pid = text.split()[0] if text.split() else ""
-    return f"pid {pid}" if pid.isdigit() else "another process"
+def _read_holder(fd: int, *, wait_s: float = 0.5) -> str:
+    """``pid N`` of the lock's holder; a holder that took the lock a moment ago may not
+    have written its pid yet, so an empty file is read again for up to ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            text = os.read(fd, 200).decode("utf-8", "replace").strip()
+        except OSError:
+            return "unknown"
+        pid = text.split()[0] if text.split() else ""
+        if pid.isdigit():
+            return f"pid {pid}"
+        if time.monotonic() >= deadline:
+            return "another process"
+        time.sleep(0.02)
 
 
 def lock_output_dir(directory: str | os.PathLike[str]) -> Path:
