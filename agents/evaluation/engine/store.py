@@ -39,6 +39,7 @@ Tables (:data:`STORE_SCHEMA_VERSION` 1)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -48,7 +49,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -120,6 +121,20 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
                  "code_version"),
 }
 """The tables and columns of :data:`STORE_SCHEMA_VERSION` 1 (a store lacking one is damaged)."""
+
+
+@contextlib.contextmanager
+def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back when
+    it raises (not when a Ctrl-C lands just after the COMMIT went through)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 class StoreError(TepaError, ValueError):
@@ -619,17 +634,11 @@ class Store:
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("PRAGMA foreign_keys = ON")
         if "schema_version" not in tables:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate_transaction(db):
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement)
                 db.execute("INSERT INTO schema_version (version) VALUES (?)", (STORE_SCHEMA_VERSION,))
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
 
     def close(self) -> None:
         self.connection.close()
@@ -649,9 +658,8 @@ class Store:
     def add_cells(self, cells: Sequence[Cell]) -> list[int]:
         """The ``cells.id`` of every cell, inserting the new ones (in order)."""
         db = self.connection
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            ids = []
+        ids = []
+        with immediate_transaction(db):
             for cell in cells:
                 cell_id = cell.cell_id
                 row = db.execute("SELECT id FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
@@ -664,11 +672,6 @@ class Store:
                          cell.version))
                     row = (cursor.lastrowid,)
                 ids.append(int(row[0]))
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # not when a Ctrl-C lands just after the COMMIT went through
-                db.execute("ROLLBACK")
-            raise
         return ids
 
     @_guarded
@@ -696,17 +699,11 @@ class Store:
         if not rows:
             return 0
         db = self.connection
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(db):
             before = db.total_changes
             db.executemany("INSERT OR IGNORE INTO episodes (cell, seed, n_tasks, successes, success, phase, "
                            "trials, detection, wall_s, code_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             inserted = db.total_changes - before
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # not when a Ctrl-C lands just after the COMMIT went through
-                db.execute("ROLLBACK")
-            raise
         return inserted
 
     # ------------------------------------------------------------------ reading
