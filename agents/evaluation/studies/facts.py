@@ -44,6 +44,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
+from tepa_envs.core.step_info import is_scored
 from tepa_envs.agents.evaluation.analysis.paper import FACTS_ENV_ID, FACTS_EXTRA_ROWS, FACTS_METHODS, PAPER_FACTS
 from tepa_envs.agents.evaluation.engine.executor import ProgressHook, run_jobs
 from tepa_envs.agents.evaluation.engine.jobs import Job, Method, MethodSpec, method_label
@@ -137,7 +138,7 @@ class QuestionLimit(gym.Wrapper):
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        if "success" in info:
+        if is_scored(info):
             self._asked += 1
             terminated = terminated or self._asked >= self.n
         return obs, reward, terminated, truncated, info
