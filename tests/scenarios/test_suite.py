@@ -79,6 +79,19 @@ def test_the_readme_block_is_the_leaderboard(two_runs, tmp_path):
     assert findings in text  # a suite-only directory leaves the settings' tables alone
 
 
+def test_the_leaderboard_shows_what_each_memory_showed(two_runs):
+    data = json.loads((two_runs[1] / "suite.json").read_text())
+    text = (two_runs[1] / "leaderboard.md").read_text()
+    table = text[text.index("**What each memory showed**"):].split("\n\n")[1]
+    rows = {line.split(" | ")[0].lstrip("| ").removesuffix(" (oracle)"): line.split(" | ")[1:]
+            for line in table.splitlines()[2:]}
+    assert set(rows) == set(data["methods"])
+    for s, cell in zip(data["scenarios"], rows["append-only"]):
+        views = s["metrics"]["append-only"]["views"]["phases"]["overall"]
+        assert cell.rstrip(" |") == f"{views['correct_share']:.2f} · {views['persistence_2']:.2f}"
+    assert all(cell.startswith("1.00") for cell in rows["oracle-view"])
+
+
 @pytest.mark.parametrize("argv, message", [
     (["suite", "--scenarios", "TEPA/Nope-v0"], "unknown scenario"),
     (["suite", "--methods", "all,nope"], "unknown memory method 'nope'"),

@@ -61,6 +61,14 @@ def leaderboard_markdown(data: dict[str, Any]) -> str:
         rows.append(row)
     out += ["\n**Overall success per scenario** (mean over seeds, 95 % CI; **bold**: best non-oracle; "
             "≈: the 95 % CI of the paired difference to the best reaches 0):\n\n", markdown_table(header, rows)]
+    if all("metrics" in s for s in scenarios):
+        out += ["\n**What each memory showed** (view accuracy · keeps refuted 2+, over the whole stream: the "
+                "share of tasks whose memory showed the correct value first, and the share where a value that "
+                "failed twice since it last worked was still shown first; scored against the oracle without "
+                "the reader, on the evidence this reader produced):\n\n",
+                markdown_table(header, [[m + (" (oracle)" if m in oracles else "")]
+                                        + [_view_cell(s["metrics"].get(m, {})) for s in scenarios]
+                                        for m in methods])]
     reversal = [(s, p) for s in scenarios for p in s["reversal_phases"]]
     if reversal:
         header = ["method"] + [f"{s['short']}: {p}" for s, p in reversal]
@@ -88,6 +96,14 @@ def leaderboard_markdown(data: dict[str, Any]) -> str:
                f"{ceil_2sig(min(1.0, floor))}"
                + ("; with so few seeds nothing can be significant" if floor >= data["alpha"] else "") + ").\n")
     return "".join(out)
+
+
+def _view_cell(metrics: dict[str, Any]) -> str:
+    row = metrics.get("views", {}).get("phases", {}).get(OVERALL)
+    if row is None:
+        return "—"
+    keeps = "—" if row["persistence_2"] is None else _f(row["persistence_2"], 2)
+    return f"{_f(row['correct_share'], 2)} · {keeps}"
 
 
 def plot_heatmap(data: dict[str, Any], path: Path) -> None:

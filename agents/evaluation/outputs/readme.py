@@ -48,7 +48,8 @@ def setting_table(directory: Path, phases: tuple[str, ...]) -> str:
     limit = protocol["limits"]["oracle_reset_perfect_reader"]
     limit_focus = _phase_value(limit, results, focus)
     header = ["method"] + [f"{SHORT_PHASES[p]} [95% CI] (50-seed blocks)" for p in phases]
-    header += ["trials / episode", f"MPI ({SHORT_PHASES[focus]})", f"gap to limit ({SHORT_PHASES[focus]})", "paper"]
+    header += ["trials / episode", f"MPI ({SHORT_PHASES[focus]})", f"gap to limit ({SHORT_PHASES[focus]})",
+               f"view acc. ({SHORT_PHASES[focus]})", f"keeps refuted 2+ ({SHORT_PHASES[focus]})", "paper"]
     rows = []
     for method in results["methods"]:
         row = [method]
@@ -62,6 +63,7 @@ def setting_table(directory: Path, phases: tuple[str, ...]) -> str:
         row.append(f"{trials:.1f}" if trials else "0")
         row.append(_f(results["summary"][method][focus].get("mpi"), 2))
         row.append(f"{results['summary'][method][focus]['mean'] - limit_focus:+.3f}")
+        row += _view_cells(results["drift_metrics"].get(method, {}), focus)
         row.append(_f(results.get("paper", {}).get(method, {}).get(focus)))
         rows.append(row)
     widest = max(m["max_half_width"] for m in protocol["methods"].values())
@@ -69,8 +71,19 @@ def setting_table(directory: Path, phases: tuple[str, ...]) -> str:
             f"method on any phase is {widest:.4f} (target {protocol['max_half_width']}). Limit on "
             f"{SHORT_PHASES[focus]}: oracle reset with a perfect reader (`follow_prob = 1`) "
             f"{limit_focus:.3f}, with this reader {_phase_value(protocol['limits']['oracle_reset'], results, focus):.3f}"
-            + _view_limit(protocol, results, focus) + ".\n")
+            + _view_limit(protocol, results, focus) + ". View acc.: the share of tasks where the memory "
+            "showed the correct value first; keeps refuted 2+: where a value that failed twice since it last "
+            "worked was still shown first (both scored against the oracle without the reader, on the evidence "
+            "this reader produced; [definitions](../results_schema.md)).\n")
     return markdown_table(header, rows) + note
+
+
+def _view_cells(metrics: dict[str, Any], phase: str) -> list[str]:
+    """View accuracy and the lock-in probe of one method on ``phase`` ("—" where not recorded)."""
+    row = metrics.get("views", {}).get("phases", {}).get(phase)
+    if row is None:
+        return ["—", "—"]
+    return [_f(row["correct_share"]), _f(row["persistence_2"])]
 
 
 def _phase_value(by_index: dict[str, float], results: dict[str, Any], phase: str) -> float:

@@ -76,6 +76,11 @@ def test_readme_tables_are_generated_from_a_reproduce_directory(tmp_path):
     assert replaced == ["controlled"] and "stale 0.123" not in text and "kept" in text
     tepa = results["summary"]["tepa"]["full_reversal"]
     assert f"{tepa['mean']:.3f} [{tepa['ci_low']:.3f}, {tepa['ci_high']:.3f}]" in text
+    assert "| view acc. (full reversal) | keeps refuted 2+ (full reversal) |" in text
+    for method in ("tepa", "append-only"):
+        views = results["drift_metrics"][method]["views"]["phases"]["full_reversal"]
+        row = next(line for line in text.splitlines() if line.startswith(f"| {method} |"))
+        assert row.split(" | ")[-3:-1] == [f"{views['correct_share']:.3f}", f"{views['persistence_2']:.3f}"]
     for name in ("protocol.json", "robustness.json", "ablation.json", "trial_cost.json", "key_noise.json",
                  "n_keys.json"):
         assert (tmp_path / "controlled" / name).exists(), name
