@@ -23,6 +23,23 @@ def hashed_vector(text: str, dim: int) -> np.ndarray:
     return vector / norm if norm else vector
 
 
+def ranking_candidates(scores: np.ndarray, k: int) -> list[int]:
+    """The indices, in increasing order, that can be among the first ``k`` when every index
+    is ranked by its score rounded to 6 decimals (descending), ties broken any way.
+
+    Those whose raw score is within 2e-6 of the ``k``-th largest raw score: rounding moves
+    a score by at most 5e-7, so any other index ranks below at least ``k`` of these.
+    Sorting only these by the full key gives the same first ``k`` as sorting every index
+    (Python's sort is stable and the candidates keep index order).
+    """
+    n = len(scores)
+    if n <= k:
+        return list(range(n))
+    wide = scores.astype(np.float64)
+    kth = float(np.partition(wide, n - k)[n - k])
+    return np.flatnonzero(wide >= kth - 2e-6).tolist()
+
+
 class SemanticRetrieval(MemoryBase):
     """Stores each asserted value with the text of its task; retrieves the values
     whose texts are most similar (cosine) to the query's text, whatever their key.
@@ -65,7 +82,8 @@ class SemanticRetrieval(MemoryBase):
             return []
         query = hashed_vector(context or key, self.dim)
         scores = self._vectors[:n] @ query
-        order = sorted(range(n), key=lambda i: (-round(float(scores[i]), 6), -self._items[i][2]))
+        order = sorted(ranking_candidates(scores, self.top_k),
+                       key=lambda i: (-round(float(scores[i]), 6), -self._items[i][2]))
         records = []
         for i in order[: self.top_k]:
             item_key, value, t = self._items[i]
