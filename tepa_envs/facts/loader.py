@@ -1,16 +1,28 @@
 """Reading, writing and parsing FactConsolidation records.
 
 * :func:`write_records` / :func:`load_records`: JSON (a list of records or one
-  record), JSONL (one record a line) and, for reading only, parquet (through
-  pandas/pyarrow when installed). Records are validated against
-  MemoryAgentBench's schema on load.
+  record), JSONL (one record a line) and parquet (through pyarrow, when
+  installed: ``pip install pyarrow``), in MemoryAgentBench's published schema
+  (:data:`METADATA_FIELDS`). Records are validated against it on load.
+* :func:`find_official`: the file of one official configuration in a folder,
+  under the documented names (:func:`official_file_names`).
 * :func:`parse_context`: the numbered facts of a context.
 * :func:`parse_fact` / :func:`parse_questions`: facts and questions in the
   generator's templates, turned into ``subject|relation`` keys and relation
   chains. Text in other templates does not parse (``None`` / ``[]``).
 
+The official data: MemoryAgentBench's Hugging Face dataset ``ai-hyz/MemoryAgentBench``,
+split ``Conflict_Resolution``, published as one parquet file,
+``data/Conflict_Resolution-00000-of-00001.parquet`` (:data:`PUBLISHED_FILE`), whose
+eight rows are the eight FactConsolidation configurations: ``metadata.source`` =
+``factconsolidation_<split>_<length>`` for split ``sh`` (single-hop) or ``mh``
+(multi-hop) and length ``6k``, ``32k``, ``64k`` or ``262k``. One row may also be kept
+alone as ``factconsolidation_<split>_<length>.json`` (``.jsonl``, ``.parquet``), as
+the development rows are. Either file is read whole; :func:`select_record` takes
+the row that names the split and length asked for and refuses any other.
+
 A malformed file or record raises :class:`~tepa_envs.error.DataFormatError`
-(a ``ValueError``) naming where the problem is; a parquet file without pandas
+(a ``ValueError``) naming where the problem is; a parquet file without pyarrow
 installed raises Gymnasium's ``DependencyNotInstalled``.
 """
 
@@ -26,6 +38,15 @@ from tepa_envs.error import DataFormatError, DependencyNotInstalled
 from tepa_envs.facts.data import RELATIONS, check_length, check_split, source_name
 
 _LINE = re.compile(r"^\s*(\d+)\.\s+(.*\S)\s*$")
+
+PUBLISHED_FILE = "Conflict_Resolution-00000-of-00001.parquet"
+"""The file name of MemoryAgentBench's ``Conflict_Resolution`` split (its ``data/`` folder):
+the eight FactConsolidation rows."""
+METADATA_FIELDS: tuple[str, ...] = ("demo", "haystack_sessions", "keypoints", "previous_events", "qa_pair_ids",
+                                    "question_dates", "question_ids", "question_types", "source")
+"""The fields of ``metadata`` in the published schema (the FactConsolidation rows fill
+``qa_pair_ids`` and ``source``; the others are null)."""
+INSTALL_PARQUET = "pip install pyarrow"
 
 
 # ------------------------------------------------------------------ schema
@@ -102,15 +123,23 @@ def validate_record(record: object, where: str = "record") -> dict[str, Any]:
 
 # --------------------------------------------------------------------- I/O
 def write_records(records: Iterable[dict], path: str | Path) -> Path:
-    """Write records as ``.json`` (a list) or ``.jsonl`` (one a line); returns the path."""
+    """Write records as ``.json`` (a list), ``.jsonl`` (one a line) or ``.parquet`` (the
+    published schema, :data:`METADATA_FIELDS`; needs pyarrow); returns the path.
+
+    Every record is validated (and, for parquet, its metadata checked against the
+    published fields) before the file is touched.
+    """
     path = Path(path)
+    if path.suffix not in (".json", ".jsonl", ".parquet"):
+        raise ValueError(f"records are written as .json, .jsonl or .parquet, got {path.name!r}")
     rows = [validate_record(r, f"records[{i}]") for i, r in enumerate(records)]
+    if path.suffix == ".parquet":
+        _write_parquet(rows, path)
+        return path
     if path.suffix == ".json":
         text = json.dumps(rows, ensure_ascii=False)
-    elif path.suffix == ".jsonl":
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     else:
-        raise ValueError(f"records are written as .json or .jsonl, got {path.name!r}")
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -145,25 +174,45 @@ def _parse_json(text: str, where: str) -> Any:
                               "(JSON arrays/objects nested beyond Python's recursion limit)") from None
 
 
-def _read_parquet(path: Path) -> list[dict[str, Any]]:
+def _pyarrow(path: Path) -> Any:
+    """The ``pyarrow`` module (an optional dependency), or a clear error naming the file."""
     try:
-        import pandas as pd
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401  (the submodule, loaded onto pyarrow)
     except ImportError:
-        raise DependencyNotInstalled(f"reading {path.name} needs pandas and pyarrow: pip install pandas pyarrow "
-                                     "(or convert the file to .json / .jsonl)") from None
-    frame = pd.read_parquet(path)
-    return [_plain(row) for row in frame.to_dict(orient="records")]
+        raise DependencyNotInstalled(f"{path.name} is a parquet file: reading or writing it needs pyarrow: "
+                                     f"{INSTALL_PARQUET} (or convert the file to .json / .jsonl)") from None
+    return pyarrow
 
 
-def _plain(value: Any) -> Any:
-    """numpy arrays and scalars from parquet cells as plain Python lists and values."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if hasattr(value, "tolist"):
-        return _plain(value.tolist())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    pa = _pyarrow(path)
+    try:
+        return pa.parquet.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        raise DataFormatError(f"{path.name} is not a readable parquet file: {exc}") from None
+
+
+def published_schema(pa: Any) -> Any:
+    """The ``pyarrow`` schema of MemoryAgentBench's published rows (``pa``: the pyarrow module)."""
+    texts = pa.list_(pa.string())
+    turn = pa.struct([("content", pa.string()), ("has_answer", pa.bool_()), ("role", pa.string())])
+    fields = {name: texts for name in METADATA_FIELDS}
+    fields.update(demo=pa.string(), source=pa.string(), haystack_sessions=pa.list_(pa.list_(pa.list_(turn))))
+    return pa.schema([("context", pa.string()), ("questions", texts), ("answers", pa.list_(texts)),
+                      ("metadata", pa.struct([(name, fields[name]) for name in METADATA_FIELDS]))])
+
+
+def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    for i, row in enumerate(rows):
+        unknown = sorted(set(row["metadata"]) - set(METADATA_FIELDS))
+        if unknown:
+            raise DataFormatError(f"records[{i}].metadata has field(s) {', '.join(unknown)} outside the published "
+                                  f"schema ({', '.join(METADATA_FIELDS)}); write .json or .jsonl to keep them")
+    pa = _pyarrow(path)
+    table = pa.Table.from_pylist([{**row, "metadata": {name: row["metadata"].get(name) for name in METADATA_FIELDS}}
+                                  for row in rows], schema=published_schema(pa))
+    pa.parquet.write_table(table, path)
 
 
 def select_record(records: list[dict[str, Any]], split: str, length: str) -> dict[str, Any]:
@@ -183,6 +232,38 @@ def select_record(records: list[dict[str, Any]], split: str, length: str) -> dic
         return records[0]
     sources = sorted(str(r["metadata"].get("source")) for r in records)
     raise ValueError(f"no record with metadata.source {wanted!r}; the file holds {sources}")
+
+
+def official_file_names(split: str, length: str) -> tuple[str, ...]:
+    """The file names, in the order looked for, that may hold the official row of
+    ``split`` and ``length``: the row alone (``factconsolidation_<split>_<length>``
+    ``.json``, ``.jsonl``, ``.parquet``), then the published split, :data:`PUBLISHED_FILE`."""
+    name = source_name(check_split(split), check_length(length))
+    return f"{name}.json", f"{name}.jsonl", f"{name}.parquet", PUBLISHED_FILE
+
+
+def find_official(folder: str | Path, split: str, length: str) -> Path | None:
+    """The first file of :func:`official_file_names` in ``folder`` that holds the row
+    (``metadata.source``) of ``split`` and ``length``; ``None`` when there is none.
+
+    A file named after the row is taken to hold it (loading it checks); the published
+    file is read to see which rows it holds."""
+    folder = Path(folder)
+    for name in official_file_names(split, length):
+        path = folder / name
+        if path.is_file() and (name != PUBLISHED_FILE or source_name(split, length) in _sources(path)):
+            return path
+    return None
+
+
+def _sources(path: Path) -> frozenset[str]:
+    stat = path.stat()
+    return _sources_cached(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _sources_cached(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    return frozenset(str(r["metadata"].get("source")) for r in load_records(path))
 
 
 # ----------------------------------------------------------------- parsing
@@ -247,5 +328,6 @@ def parse_questions(question: str) -> list[tuple[str, list[str]]]:
     return readings
 
 
-__all__ = ["load_records", "parse_context", "parse_fact", "parse_questions",
+__all__ = ["INSTALL_PARQUET", "METADATA_FIELDS", "PUBLISHED_FILE", "find_official", "load_records",
+           "official_file_names", "parse_context", "parse_fact", "parse_questions", "published_schema",
            "select_record", "validate_record", "write_records"]

@@ -1,5 +1,4 @@
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -7,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from tepa_envs.error import DataFormatError, DependencyNotInstalled
+from tepa_envs.error import DataFormatError
 from tepa_envs.facts.data import (
     LENGTHS,
     N_QUESTIONS,
@@ -276,10 +275,3 @@ def test_real_memoryagentbench_rows_keep_loading(split, real_rows):
     assert len(env.unwrapped.data.questions) == 100
     env.close()
 
-
-@pytest.mark.skipif(importlib.util.find_spec("pandas") is not None, reason="pandas is installed")
-def test_parquet_without_pandas_gives_a_clear_error(tmp_path):
-    path = tmp_path / "facts.parquet"
-    path.write_bytes(b"PAR1")
-    with pytest.raises(DependencyNotInstalled, match="pip install pandas pyarrow"):
-        load_records(path)

@@ -97,6 +97,6 @@ def test_reproduction_puts_real_and_synthetic_side_by_side(real_rows):
     real, synthetic = by_source["real"]["score"], by_source["synthetic"]["score"]
     table = facts_markdown(rows)
     assert f"| tepa | {real:.2f} / {synthetic:.2f} (0.04) | {real:.2f} / {synthetic:.2f} (0.04) |" in table
-    assert "Where tepa's chains break (newest), real MH-6k: correct" in table
+    assert "Where tepa's chains break (newest), official MH-6k (455 facts): correct" in table
     assert "`memory-order`" in table
     assert all("breakdown" in q and "hops" in q for q in by_source["real"]["questions"])

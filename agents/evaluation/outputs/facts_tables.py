@@ -1,6 +1,12 @@
 """FactConsolidation's tables: the terminal table of ``tepa-bench reproduce facts`` and
 the README's ``facts`` block, from the rows of
-:func:`~tepa_envs.agents.evaluation.studies.facts.reproduce_facts`."""
+:func:`~tepa_envs.agents.evaluation.studies.facts.reproduce_facts`.
+
+Every number is named by its size (split and length, e.g. ``SH-262k``, in its column)
+and by its origin: each cell reads ``official / generated (paper)``, the official
+MemoryAgentBench row's score, the generated record's score and the paper's number for
+that size, ``-`` (``—``) where a row of that origin is absent; every coverage and
+breakdown line starts with the origin and size it is about."""
 
 from __future__ import annotations
 
@@ -14,6 +20,10 @@ BREAKDOWN = ("correct", "question understanding", "hop extraction", "stale hop v
              "stale hop value (gold follows an older fact)")
 """Where a question's chain broke, in the order the tables list them
 (:func:`~tepa_envs.agents.evaluation.studies.facts.diagnose` sorts the questions)."""
+ORIGINS: dict[str, str] = {"synthetic": "generated", "real": "official"}
+"""A row's ``source`` as the tables name it: ``generated`` (the shaped generator) or
+``official`` (a MemoryAgentBench row)."""
+CELL = "official / generated (paper)"
 
 
 READER_NOTES = {
@@ -27,6 +37,24 @@ READER_NOTES = {
 
 def _reader(row: dict[str, Any]) -> str:
     return row.get("reader", "first-record")
+
+
+def _origin(row: dict[str, Any]) -> str:
+    return row.get("origin") or ORIGINS[row.get("source", "synthetic")]
+
+
+def _where(row: dict[str, Any]) -> str:
+    """``generated SH-262k (18,332 facts)``: the origin and size of a row."""
+    facts = f" ({row['n_facts']:,} facts)" if row.get("n_facts") else ""
+    return f"{_origin(row)} {row['split'].upper()}-{row['length']}{facts}"
+
+
+def _coverage(rows: Sequence[dict[str, Any]], percent: str) -> str:
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        seen.setdefault((_origin(row), row["split"], row["length"]), row)
+    return ", ".join(f"{_where(row)} {format(row['coverage'], percent)}" for row in seen.values()
+                     if row.get("coverage") is not None)
 
 
 def _cell_text(real: dict[str, Any] | None, synthetic: dict[str, Any] | None, dash: str) -> str:
@@ -55,12 +83,13 @@ def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -
     if not rows:
         raise ValueError("no rows to format")
     readers, methods, cells, lookup = _layout(rows)
-    lines = ["FactConsolidation, substring exact match, one answer per question: real / synthetic (paper).",
+    lines = [f"FactConsolidation, substring exact match, one answer per question; per size: {CELL}.",
              "One front-end for every method (induced fact frames, question chains through the memory); "
-             "'-' where there is no real row."]
+             "'-' where there is no row of that origin and size."]
     for reader in readers:
         lines += ["", f"question reader {reader}{_subset_note(rows, reader)}: {READER_NOTES.get(reader, '')}",
-                  "method".ljust(method_width) + "".join(f"{s.upper()}-{n}".rjust(22) for s, n in cells)]
+                  "method".ljust(method_width) + "".join(f"{s.upper()}-{n}".rjust(22) for s, n in cells),
+                  "".ljust(method_width) + "".join("official / generated".rjust(22) for _ in cells)]
         for method in methods:
             if not any((reader, src, s, n, method) in lookup for src in ("real", "synthetic") for s, n in cells):
                 continue
@@ -70,13 +99,10 @@ def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -
                                    lookup.get((reader, "synthetic", split, length, method)), "-").rjust(22)
             lines.append(line)
     lines.append("")
-    coverage = {(r.get("source", "synthetic"), r["split"], r["length"]): r.get("coverage") for r in rows}
-    lines.append("facts keyed by the front-end: " + ", ".join(
-        f"{source} {split.upper()}-{length} {value:.1%}" for (source, split, length), value in coverage.items()
-        if value is not None))
+    lines.append("facts keyed by the front-end: " + _coverage(rows, ".1%"))
     for (reader, source, split, length, method), row in lookup.items():
         if method == "tepa" and split == "mh" and row.get("breakdown"):
-            lines.append(f"where tepa's chains break ({reader}), {source} {split.upper()}-{length}: " + ", ".join(
+            lines.append(f"where tepa's chains break ({reader}), {_where(row)}: " + ", ".join(
                 f"{kind} {n}" for kind, n in row["breakdown"].items() if n))
     differences = front_end_differences(FACTS_ENV_ID, [m for m in methods])
     if differences:
@@ -100,20 +126,18 @@ def facts_markdown(rows: Sequence[dict[str, Any]], focus: str = "tepa") -> str:
                               lookup.get((reader, "synthetic", split, length, method)), "—")
                    for reader, split, length in columns]
         table_rows.append([method, *entries])
-    headers = ["method", *(f"{reader}: {s.upper()}-{n}" for reader, s, n in columns)]
+    headers = ["method", *(f"{reader}: {s.upper()}-{n} official / generated" for reader, s, n in columns)]
     table = markdown_table(headers, table_rows)
-    coverage = {(r.get("source", "synthetic"), r["split"], r["length"]): r.get("coverage") for r in rows}
-    lines = ["", "Question readers: " + "; ".join(
+    lines = ["", f"Each cell: {CELL} at the column's size (— where there is no row of that origin and size). "
+             "Question readers: " + "; ".join(
         f"`{reader}`{_subset_note(rows, reader)}: {READER_NOTES.get(reader, '')}" for reader in readers) + ".",
-        "", "Fact sentences keyed by the front-end: " + ", ".join(
-        f"{source} {split.upper()}-{length} {value:.0%}" for (source, split, length), value in coverage.items()
-        if value is not None) + "."]
+        "", "Fact sentences keyed by the front-end: " + _coverage(rows, ".0%") + "."]
     for (reader, source, split, length, method), row in lookup.items():
         if method == focus and split == "mh" and row.get("breakdown"):
             counts = row["breakdown"]
-            lines.append(f"Where {focus}'s chains break ({reader}), {source} {split.upper()}-{length}: " + ", ".join(
+            lines.append(f"Where {focus}'s chains break ({reader}), {_where(row)}: " + ", ".join(
                 f"{kind} {counts[kind]}" for kind in BREAKDOWN if counts.get(kind)) + ".")
     return table + "\n".join(lines) + "\n"
 
 
-__all__ = ["BREAKDOWN", "READER_NOTES", "facts_markdown", "format_facts_table"]
+__all__ = ["BREAKDOWN", "CELL", "ORIGINS", "READER_NOTES", "facts_markdown", "format_facts_table"]

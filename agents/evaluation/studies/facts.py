@@ -30,8 +30,12 @@ hop value.
 The official rows are looked for in ``data_dir``, else ``$TEPA_MAB_DATA``,
 else the project's shared folder beside a checkout
 (``../shared/data/memoryagentbench``): files named
-``factconsolidation_<split>_<length>.json`` (or ``.jsonl`` / ``.parquet``),
-MemoryAgentBench's own schema. Lengths without such a file have no real row.
+``factconsolidation_<split>_<length>.json`` (or ``.jsonl`` / ``.parquet``), or the
+published ``Conflict_Resolution-00000-of-00001.parquet`` holding all eight rows,
+MemoryAgentBench's own schema. Configurations without such a file have no real row.
+Every result row names its size (``length`` and ``n_facts``) and its ``origin``:
+``official`` (a MemoryAgentBench row, ``data`` its file) or ``generated`` (the
+shaped generator, seed 0).
 """
 
 from __future__ import annotations
@@ -49,13 +53,14 @@ from tepa_envs.agents.evaluation.analysis.paper import FACTS_ENV_ID, FACTS_EXTRA
 from tepa_envs.agents.evaluation.engine.executor import ProgressHook, run_jobs
 from tepa_envs.agents.evaluation.engine.jobs import Job, Method, MethodSpec, method_label
 from tepa_envs.agents.evaluation.engine.runner import make_agent
-from tepa_envs.agents.evaluation.outputs.facts_tables import BREAKDOWN
+from tepa_envs.agents.evaluation.outputs.facts_tables import BREAKDOWN, ORIGINS
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.agent import EpisodeObserver, MemoryAgent, run_episode
 from tepa_envs.agents.readers.local_lm import DEFAULT_MODEL, check_runtime, locate_model
 from tepa_envs.agents.readers.questions import words_of
 from tepa_envs.agents.readers.reading import QUESTION_READERS
 from tepa_envs.facts.data import LENGTHS, SPLITS, check_length, check_seed, check_split
+from tepa_envs.facts.loader import find_official
 from tepa_envs.facts.metric import normalize_answer
 
 ENV_ID = FACTS_ENV_ID
@@ -90,14 +95,11 @@ def data_folder(data_dir: str | Path | None = None) -> Path | None:
 
 
 def official_file(folder: Path | None, split: str, length: str) -> Path | None:
-    """``factconsolidation_<split>_<length>.(json|jsonl|parquet)`` in ``folder``, if present."""
-    if folder is None:
-        return None
-    for suffix in (".json", ".jsonl", ".parquet"):
-        path = folder / f"factconsolidation_{split}_{length}{suffix}"
-        if path.is_file():
-            return path
-    return None
+    """The file in ``folder`` that holds the official row of ``split`` and ``length``, if
+    any: ``factconsolidation_<split>_<length>.(json|jsonl|parquet)``, else the published
+    ``Conflict_Resolution-00000-of-00001.parquet`` when it holds that row
+    (:func:`~tepa_envs.facts.loader.find_official`)."""
+    return None if folder is None else find_official(folder, split, length)
 
 
 # ------------------------------------------------------------------ one run
@@ -113,7 +115,7 @@ class QuestionRecorder(EpisodeObserver):
         self.agent = agent
 
     def on_step(self, info_before: Any, action: Any, info_after: Any) -> None:
-        if "success" not in info_after:
+        if not is_scored(info_after):
             return
         assert self.agent is not None
         reading = self.agent.last_reading
@@ -199,11 +201,12 @@ def _job(job: tuple[str, str, str, str | None, str | MethodSpec, int, str]) -> d
         questions = run_questions(env, method, seed, reader)
         coverage = env.unwrapped.coverage()
         breakdown = diagnose(env, questions)
+        n_facts = len(env.unwrapped.data.facts)
     finally:
         env.close()
     for row, kind in zip(questions, breakdown["per_question"]):
         row["breakdown"] = kind
-    return {"questions": questions, "coverage": coverage, "breakdown": breakdown["counts"]}
+    return {"questions": questions, "coverage": coverage, "breakdown": breakdown["counts"], "n_facts": n_facts}
 
 
 def _describe(job: tuple) -> str:
@@ -225,8 +228,8 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
                     log: Any = None) -> list[dict[str, Any]]:
     """Score every method on every source, split and length.
 
-    Returns rows ``{source, split, length, reader, method, score, n_questions, paper,
-    coverage, questions}`` in the order sources x splits x lengths x readers x methods
+    Returns rows ``{source, origin, split, length, n_facts, reader, method, score,
+    n_questions, paper, coverage, data, breakdown, questions}`` in the order sources x splits x lengths x readers x methods
     (``questions``: per-question provenance, :func:`run_questions`; ``coverage``:
     the share of the record's fact sentences the front-end keyed). Real rows exist
     only for the lengths whose official file is in the data folder
@@ -282,7 +285,8 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
     for (source, split, length, path, method, _, reader), out in zip(jobs, outputs):
         label = method_label(method)
         questions = out["questions"]
-        rows.append({"source": source, "split": split, "length": length, "reader": reader, "method": label,
+        rows.append({"source": source, "origin": ORIGINS[source], "split": split, "length": length,
+                     "n_facts": out["n_facts"], "reader": reader, "method": label,
                      "score": float(np.mean([q["success"] for q in questions])) if questions else 0.0,
                      "n_questions": len(questions), "coverage": out["coverage"],
                      "paper": PAPER_FACTS.get((split, length), {}).get(label),
@@ -373,6 +377,6 @@ def _reach(anchor: tuple[str, ...], gold: list[str], versions: dict[str, list[st
     return newest, reached
 
 
-__all__ = ["DATA_ENV", "DEFAULT_READERS", "LM_QUESTIONS", "READERS", "QuestionLimit", "QuestionRecorder",
+__all__ = ["DATA_ENV", "DEFAULT_READERS", "ORIGINS", "LM_QUESTIONS", "READERS", "QuestionLimit", "QuestionRecorder",
            "check_reader", "lm_available", "data_folder", "diagnose", "extra_rows", "official_file", "reproduce_facts",
            "run_questions", "score_method"]
