@@ -19,6 +19,7 @@ from tepa_envs.agents.evaluation.cli.commands import (
 )
 from tepa_envs.agents.evaluation.cli.calibrate import add_parser as add_calibrate_parser
 from tepa_envs.agents.evaluation.cli.suite import add_parser as add_suite_parser
+from tepa_envs.agents.evaluation.cli.rl import add_parser as add_rl_parser
 from tepa_envs.agents.evaluation.engine.backends import BackendError
 from tepa_envs.agents.evaluation.engine.pool import JobError
 from tepa_envs.agents.evaluation.engine.spec import SpecError
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_suite_parser(sub, common)
     add_calibrate_parser(sub, add_reader_profile)
+    add_rl_parser(sub)
 
     sweep = sub.add_parser("sweep", help="run a TOML sweep spec (envs x kwargs grids x methods x reader grids "
                            "x seeds) into a resumable SQLite store")
