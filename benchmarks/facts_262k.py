@@ -9,10 +9,12 @@ append-and-scan memory run the same way in the same process (a list of every
 assertion, each lookup a scan from the newest end). The front-end's own work,
 done once per record and shared by every method (generating the record,
 inducing the fact frames, building the question reader's index), is timed
-separately.
+separately. The process pins itself to one core (``--core``, default the first it
+may use), so the figures are one-core figures whatever the machine;
+``benchmarks/facts_sizes.py`` times every size the same way.
 
     python benchmarks/facts_262k.py [--repeats 3] [--seed 0] [--length 262k]
-        [--methods tepa,lww,append-only] [--generator shaped|classic] [--data FILE]
+        [--methods tepa,lww,append-only] [--generator shaped|classic] [--data FILE] [--core 0]
 
 ``--data`` runs an official MemoryAgentBench file instead of the generator (the
 record whose ``metadata.source`` names the split and length).
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import time
 
 import gymnasium as gym
@@ -57,6 +60,16 @@ class AppendAndScan:
         self.log = []
 
 
+def pin(core: int | None) -> int:
+    """Pin this process to one core (``None``: the first it may use); returns the core."""
+    allowed = sorted(os.sched_getaffinity(0))
+    chosen = allowed[0] if core is None else core
+    if chosen not in allowed:
+        raise ValueError(f"--core {chosen} is not among the cores this process may use: {allowed}")
+    os.sched_setaffinity(0, {chosen})
+    return chosen
+
+
 def episode(env: gym.Env, method, seed: int, repeats: int) -> tuple[float, float]:
     """(best seconds, EM) of ``repeats`` episodes."""
     best, em = float("inf"), 0.0
@@ -78,7 +91,9 @@ def main() -> None:
     parser.add_argument("--data", default=None, help="an official MemoryAgentBench file instead of the generator")
     parser.add_argument("--methods", default=",".join(METHOD_NAMES),
                         help="comma-separated method names (default: every registered method)")
+    parser.add_argument("--core", type=int, default=None, help="the core to pin to (default: the first allowed)")
     args = parser.parse_args()
+    print(f"one core: CPU {pin(args.core)}")
     methods: list = [m for m in args.methods.split(",") if m]
     methods += list(extra_rows())
 

@@ -215,8 +215,12 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     * ``split``: ``"sh"`` or ``"mh"``.
     * ``length``: ``"6k"``, ``"32k"``, ``"64k"`` or ``"262k"``.
     * ``chunk_facts``: facts per memorize step (default 40, about 540 tokens).
-    * ``data_path``: optional local file of MemoryAgentBench records; the record
-      whose ``metadata.source`` is ``factconsolidation_<split>_<length>`` is used.
+    * ``data_path``: optional local file of MemoryAgentBench records in the published
+      schema: the published split ``Conflict_Resolution-00000-of-00001.parquet``
+      (all eight configurations; reading parquet needs pyarrow) or one row's file
+      ``factconsolidation_<split>_<length>.json`` (``.jsonl``, ``.parquet``). The
+      record whose ``metadata.source`` is ``factconsolidation_<split>_<length>`` is
+      used; a file without it is refused (``ValueError`` naming the sources it holds).
     * ``extraction``: how facts are keyed, the same for every memory method:
       ``"induced"`` (default: frames induced from the record itself,
       :mod:`tepa_envs.facts.extraction`; keys ``subject|frame`` such as

@@ -210,8 +210,14 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
             raise DataFormatError(f"records[{i}].metadata has field(s) {', '.join(unknown)} outside the published "
                                   f"schema ({', '.join(METADATA_FIELDS)}); write .json or .jsonl to keep them")
     pa = _pyarrow(path)
-    table = pa.Table.from_pylist([{**row, "metadata": {name: row["metadata"].get(name) for name in METADATA_FIELDS}}
-                                  for row in rows], schema=published_schema(pa))
+    try:
+        table = pa.Table.from_pylist([{**row, "metadata": {name: row["metadata"].get(name)
+                                                            for name in METADATA_FIELDS}} for row in rows],
+                                     schema=published_schema(pa))
+    except pa.ArrowException as exc:
+        raise DataFormatError("records do not fit the published schema's metadata types (demo and source "
+                              "strings, haystack_sessions lists of turns, the others lists of strings; "
+                              f"any may be null): {exc}") from None
     pa.parquet.write_table(table, path)
 
 

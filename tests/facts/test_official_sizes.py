@@ -173,6 +173,10 @@ def test_parquet_metadata_outside_the_published_schema_is_refused_before_writing
     with pytest.raises(DataFormatError, match=r"records\[0\]\.metadata has field\(s\) lang"):
         write_records([extra], path)
     assert not path.exists()
+    mistyped = dict(records["sh", "6k"], metadata={**records["sh", "6k"]["metadata"], "keypoints": [3]})
+    with pytest.raises(DataFormatError, match="published schema's metadata types"):
+        write_records([mistyped], path)
+    assert not path.exists()
     path.write_bytes(b"PAR1 not a parquet file")
     with pytest.raises(DataFormatError, match="rows.parquet is not a readable parquet file"):
         load_records(path)
