@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ pytest.importorskip("stable_baselines3", reason="the RL study needs Stable-Basel
 from tepa_envs.agents.evaluation.cli.app import main  # noqa: E402
 from tepa_envs.agents.evaluation.engine.store import Store  # noqa: E402
 from tepa_envs.agents.evaluation.outputs.files import verify_manifest  # noqa: E402
+from tepa_envs.agents.evaluation.studies.rl_agents import train_unit  # noqa: E402
 from tepa_envs.agents.evaluation.studies.rl_study import (  # noqa: E402
     AGENTS, ENVS, SIZES, finished_units, parse_rl_spec, prepare_store, read_units, run_study,
 )
@@ -154,3 +156,12 @@ def test_the_built_in_sizes_hold_every_agent_and_environment_of_the_issue():
     assert {"ppo", "recurrent-ppo", "ppo-framestack", "ppo+oracle-reset"} <= set(AGENTS)
     assert {"ppo+tepa", "ppo+tepa-regime", "ppo+lww", "ppo+append-only", "ppo+reactive-forgetting"} <= set(AGENTS)
     assert len(ENVS) == 4 and SIZES["default"]["train_seeds"] >= 5 and SIZES["medium"]["train_seeds"] >= 5
+
+
+def test_the_fast_path_trains_the_same_policy_as_the_per_env_wrappers():
+    """The native vector env with the batched memory is a speed-up only: same evaluations, step for step."""
+    (job,) = [j for j in parse_rl_spec({**TINY, "train_seeds": [1]}).jobs() if j.agent.label == "ppo+tepa"]
+    fast, slow = train_unit(job), train_unit(replace(job, fast_path=False))
+    assert (fast.path, slow.path) == ("native", "python")
+    assert fast.final.success == slow.final.success and fast.final.phase == slow.final.phase
+    assert [e.success for e in fast.curve] == [e.success for e in slow.curve]
