@@ -4,7 +4,7 @@
 training seeds, held-out seeds as ``[first, count]``), ``notes``, ``agents``, ``oracles``,
 ``train_seeds``, ``smallest_p_value`` (the floor of the sign-flip test at this many
 seeds), ``alpha``, ``versions`` (torch, stable-baselines3, sb3-contrib, gymnasium,
-numpy, python, torch threads), ``wall_s`` (this run's), ``units`` (planned, skipped,
+numpy, python, torch threads), ``memory_agents`` (PPO with a memory that is not an oracle), ``wall_s`` (this run's), ``units`` (planned, skipped,
 trained); ``envs``, one object each with ``env_id``, ``label``, ``kwargs``, ``phases``,
 ``drift_phases``, ``drift_score`` (``"reversal"`` or ``"after first change"``) and
 ``agents``: label -> ``success`` (phase, ``overall``, ``drift`` -> ``mean``, ``ci_low``,
@@ -61,27 +61,43 @@ def csv_text(data: dict[str, Any]) -> str:
 
 
 def winners(data: dict[str, Any]) -> list[str]:
-    """One generated sentence per environment: the best agent that is not an oracle, and
-    whether it is significantly above ``ppo`` and ``recurrent-ppo`` (Holm)."""
+    """One generated sentence per environment: the best agent that is not an oracle, the best
+    explicit memory against ``ppo`` and ``recurrent-ppo``, the LSTM against ``ppo`` (Holm), the bound."""
     lines = []
-    significant = {(c["env"], c["agent"], c["other"]): c for c in data["comparisons"]}
+    tests = {(c["env"], c["agent"], c["other"]): c for c in data["comparisons"]}
+    memories = set(data.get("memory_agents", []))
+
+    def versus(env: str, agent: str, other: str) -> str | None:
+        c = tests.get((env, agent, other))
+        if c is None:
+            return None
+        verdict = "significantly" if c["significant"] else "not significantly"
+        sign = "above" if c["diff"]["mean"] >= 0 else "below"
+        return (f"{verdict} {sign} {other} (diff {c['diff']['mean']:+.2f} "
+                f"[{c['diff']['ci_low']:+.2f}, {c['diff']['ci_high']:+.2f}], Holm p = {c['p_holm']:.3g})")
+
     for env in data["envs"]:
+        label = env["label"]
         scores = {a: row["success"]["drift"]["mean"] for a, row in env["agents"].items()
                   if a not in data["oracles"] and "drift" in row["success"]}
         if not scores:
             continue
         best = max(scores, key=lambda a: scores[a])
-        parts = []
-        for other in ("ppo", "recurrent-ppo"):
-            c = significant.get((env["label"], best, other))
-            if c is not None:
-                parts.append(f"{'significantly' if c['significant'] else 'not significantly'} above {other} "
-                             f"(diff {c['diff']['mean']:+.2f}, Holm p = {c['p_holm']:.3g})")
+        parts = [f"best is **{best}** ({scores[best]:.2f})"]
+        explicit = {a: v for a, v in scores.items() if a in memories}
+        if explicit:
+            top = max(explicit, key=lambda a: explicit[a])
+            found = [v for v in (versus(label, top, "ppo"), versus(label, top, "recurrent-ppo")) if v]
+            parts.append(f"best explicit memory **{top}** ({explicit[top]:.2f})"
+                         + (": " + ", ".join(found) if found else ""))
+        lstm = versus(label, "recurrent-ppo", "ppo")
+        if lstm:
+            parts.append(f"recurrent-ppo ({scores.get('recurrent-ppo', float('nan')):.2f}) is {lstm}")
         bound = [f"{o} {env['agents'][o]['success']['drift']['mean']:.2f}" for o in data["oracles"]
                  if o in env["agents"] and "drift" in env["agents"][o]["success"]]
-        lines.append(f"* **{env['label']}** ({env['drift_score']} score): best is **{best}** "
-                     f"({scores[best]:.2f})" + (", " + "; ".join(parts) if parts else "")
-                     + (f"; bound: {', '.join(bound)}" if bound else "") + ".")
+        if bound:
+            parts.append(f"bound: {', '.join(bound)}")
+        lines.append(f"* **{label}** ({env['drift_score']} score): " + "; ".join(parts) + ".")
     return lines
 
 
@@ -107,7 +123,8 @@ def markdown(data: dict[str, Any], figure: str | None = None) -> str:
     for agent in agents:
         lines.append(f"| {agent} | " + " | ".join(_ci(e["agents"][agent]["success"]["overall"]) for e in envs) + " |")
     lines += ["", "Sample efficiency: environment steps until the drift score first reaches 90 % of its final "
-              "value (checkpoint resolution):", "",
+              "value (checkpoint resolution; 0 means the untrained policy already scored that much, i.e. "
+              "training gained little on this score):", "",
               "| agent | " + " | ".join(e["label"] for e in envs) + " |", "|---|" + "---|" * len(envs)]
     for agent in agents:
         lines.append(f"| {agent} | " + " | ".join(_steps(e["agents"][agent]["steps_to_90"]) for e in envs) + " |")

@@ -642,7 +642,9 @@ def analyse(spec: RLSpec, records: Sequence[UnitRecord]) -> dict[str, Any]:
             c.update(p_value=t.p_value, p_holm=float(h), significant=bool(h < spec.alpha))
     versions = records[0].versions if records else {}
     return {"rl_version": RL_VERSION, "spec": spec.to_json(), "notes": list(spec.notes), "agents": labels,
-            "oracles": [a.label for a in spec.agents if a.oracle], "train_seeds": seeds,
+            "oracles": [a.label for a in spec.agents if a.oracle],
+            "memory_agents": [a.label for a in spec.agents if a.memory is not None and not a.oracle],
+            "train_seeds": seeds,
             "smallest_p_value": smallest_p_value(len(seeds)), "alpha": spec.alpha, "versions": versions,
             "envs": envs_out, "comparisons": comparisons}
 
