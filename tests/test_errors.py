@@ -172,11 +172,12 @@ def test_malformed_records_raise_data_format_error(tmp_path, record):
         parse_context("no numbered lines here")
 
 
-def test_parquet_without_pandas_raises_dependency_not_installed(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pandas", None)  # makes `import pandas` fail
+def test_parquet_without_pyarrow_raises_dependency_not_installed(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` fail
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     path = tmp_path / "facts.parquet"
     path.write_bytes(b"PAR1")
-    with pytest.raises(DependencyNotInstalled, match="pip install pandas pyarrow"):
+    with pytest.raises(DependencyNotInstalled, match="needs pyarrow: pip install"):
         load_records(path)
 
 

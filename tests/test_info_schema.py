@@ -2,7 +2,7 @@
 environment returns the same keys, value types and shapes at reset, at every step and
 at the terminal step, with sentinels (never ``None``) where a value does not apply,
 so recorders that stack infos (Minari's pytrees, Tianshou's buffers) take them.
-The rich view (the default, which the agent loop reads) is unchanged, and the
+The fixed schema is the default; the rich view (``info_schema="rich"``) is unchanged, and the
 evidence list stays available as ``env.unwrapped.last_evidence``."""
 
 from __future__ import annotations
@@ -161,10 +161,18 @@ def test_fixed_infos_batch_identically_under_sync_vector_env():
     envs.close()
 
 
-def test_the_native_vector_env_refuses_the_fixed_schema_naming_the_alternative():
-    with pytest.raises(ValueError, match="vectorization_mode='sync'"):
-        gym.make_vec("TEPA/RegimeDrift-v0", num_envs=2, vectorization_mode="vector_entry_point",
-                     info_schema="fixed")
+def test_the_native_vector_env_batches_one_structure_at_every_step():
+    """The native vector env's infos keep one structure (keys, masks, dtypes) from reset
+    through terminal steps and autoresets, as Minari-style recorders need."""
+    envs = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=3, phase_lengths=(2, 2, 2, 2), key_noise=0.5)
+    _, info = envs.reset(seed=0)
+    first = _signature(info)
+    for _ in range(20):
+        _, _, _, _, info = envs.step(np.array([0, 1, 2]))
+        assert _signature(info) == first
+    envs.close()
+    with pytest.raises(ValueError, match="info_schema"):
+        gym.make_vec("TEPA/RegimeDrift-v0", num_envs=2, info_schema="flat")
 
 
 @pytest.mark.parametrize("bad, error", [("flat", ValueError), (1, TypeError)])
@@ -175,13 +183,16 @@ def test_info_schema_is_checked(bad, error):
         gym.make("TEPA/RegimeDrift-v0", info_schema=bad)
 
 
-def test_the_default_stays_the_rich_view_the_agent_loop_reads():
-    env = gym.make("TEPA/RegimeDrift-v0")
-    _, info = env.reset(seed=0)
-    assert info["evidence"] == [] and "success" not in info
-    _, _, _, _, info = env.step(0)
-    assert isinstance(info["evidence"], list) and "success" in info
-    env.close()
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_the_default_is_the_fixed_schema_and_rich_stays_available(env_id):
+    default = gym.make(env_id, **_small(env_id))
+    _, info = default.reset(seed=0)
+    assert default.unwrapped.info_schema == "fixed" and tuple(info)[:len(FIXED_INFO_KEYS)] == FIXED_INFO_KEYS
+    rich = gym.make(env_id, **_small(env_id), info_schema="rich")
+    _, info = rich.reset(seed=0)
+    assert info["evidence"] == [] and "scored" not in info
+    default.close()
+    rich.close()
 
 
 def test_evidence_of_a_fixed_info_needs_the_env():

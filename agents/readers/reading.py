@@ -93,7 +93,9 @@ def read_direct(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess, in
 def read_chain(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any],
                state: ReadingState) -> str:
     key, context = info["key"], info.get("context", "")
-    relations = list(info.get("chain") or ())
+    chain = info.get("chain") or ()
+    # the fixed info schema joins the relations with ","; the rich one lists them
+    relations = chain.split(",") if isinstance(chain, str) else list(chain)
     if not relations:
         records = retrieve(key, context)
         answer = reader.choose(records, task.choices(key))

@@ -5,7 +5,7 @@ Every single-agent environment, each agent of the PettingZoo environment and
 contract is written once. Each registered environment takes ``info_schema``
 (:data:`INFO_SCHEMAS`), one of two views of the same step:
 
-``info_schema="fixed"``: one schema for every step (:func:`fixed_step_info`).
+``info_schema="fixed"`` (the default): one schema for every step (:func:`fixed_step_info`).
 The same keys at ``reset()``, at every step and at the terminal step, each
 with a value of fixed type (and shape), a sentinel where it does not apply,
 never ``None`` and never a missing key, so libraries that stack or record infos
@@ -35,8 +35,8 @@ terminal step). Environments add fixed keys of their own (documented on each:
 ``forfeited`` on the task streams; ``answer``, ``qa_pair_id``, ``chain`` on
 FactConsolidation).
 
-``info_schema="rich"`` (the default, what the agent loop of
-:mod:`tepa_envs.agents` reads today): the variable view below, where
+``info_schema="rich"`` (the variable view; the agent loop of
+:mod:`tepa_envs.agents` reads either): the variable view below, where
 ``evidence`` is the list of :class:`~tepa_envs.core.Evidence` objects and a key
 is present only where it applies (``"success" in info`` tells a scored step).
 Whatever the schema, the step's full evidence list is also
@@ -67,10 +67,10 @@ from tepa_envs.core.types import Evidence
 
 INFO_SCHEMAS = ("rich", "fixed")
 """Values of an environment's ``info_schema`` argument (see the module docstring)."""
-DEFAULT_INFO_SCHEMA = "rich"
-"""The schema an environment uses unless told otherwise: ``"rich"`` while the agent loop
-(:func:`tepa_envs.agents.run_episode`) reads ``info["evidence"]`` as a list and
-``"success" in info`` as "scored"."""
+DEFAULT_INFO_SCHEMA = "fixed"
+"""The schema an environment uses unless told otherwise: ``"fixed"``, the one structure
+that recorders and RL libraries stack (the agent loop reads both schemas, through
+:func:`is_scored` and :func:`evidence_of`)."""
 FIXED_INFO_KEYS = ("key", "context", "t", "scored", "success", "message", "evidence", "oracle")
 """The keys every ``info_schema="fixed"`` info has, in this order (environments add their own after)."""
 EVIDENCE_FIELDS = ("count", "key", "value", "t", "outcome", "source")
@@ -190,4 +190,40 @@ def batched_step_info(rows: np.ndarray, *, key: np.ndarray, t: np.ndarray, succe
             "correct": np.where(oracle_rows, correct, None), "_correct": oracle_rows.copy(),
         }
         infos["_oracle"] = oracle_rows.copy()
+    return infos
+
+
+def batched_fixed_step_info(rows: np.ndarray, *, key: np.ndarray, t: np.ndarray, scored: np.ndarray,
+                            success: np.ndarray, evidence: Mapping[str, np.ndarray], live: np.ndarray,
+                            phase: np.ndarray, phase_name: np.ndarray, phase_changed: np.ndarray,
+                            correct: np.ndarray, **extra: np.ndarray) -> dict[str, Any]:
+    """The fixed-schema infos of the sub-environments in ``rows`` (a bool mask), batched as
+    Gymnasium's ``SyncVectorEnv`` batches :func:`fixed_step_info` dicts (each entry an array
+    with a ``_name`` mask, a nested dict per ``evidence`` and ``oracle``; rows outside
+    ``rows`` hold the defaults ``SyncVectorEnv`` fills in: 0, ``False`` or ``None``).
+    ``evidence`` holds the :data:`EVIDENCE_FIELDS` arrays, sentinels already where a
+    row revealed none; ``live`` marks rows that present a task (the others get
+    :data:`NO_ORACLE`). The free texts ``context`` and ``message`` are not batched."""
+    def column(values: np.ndarray) -> np.ndarray:
+        if values.dtype == object:
+            return np.where(rows, values, None)
+        return np.where(rows, values, np.zeros((), dtype=values.dtype))
+
+    def batch(fields: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, values in fields.items():
+            out[name] = column(values)
+            out[f"_{name}"] = rows.copy()
+        return out
+
+    oracle = {"phase": np.where(live, phase, NO_ORACLE["phase"]).astype(np.int64),
+              "phase_name": np.where(live, phase_name, ""),
+              "phase_changed": live & phase_changed,
+              "correct": np.where(live, correct, "")}
+    infos = batch({"key": key, "t": t.astype(np.int64), "scored": scored, "success": success & scored})
+    infos["evidence"] = batch({name: evidence[name] for name in EVIDENCE_FIELDS})
+    infos["_evidence"] = rows.copy()
+    infos["oracle"] = batch(oracle)
+    infos["_oracle"] = rows.copy()
+    infos.update(batch(extra))
     return infos

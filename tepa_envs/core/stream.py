@@ -22,7 +22,7 @@ key is absent, so ``info`` is exactly as before (with ``info_schema="fixed"``
 seeds and the hidden world do not depend on the mode.
 
 ``info_schema`` (:data:`~tepa_envs.core.step_info.INFO_SCHEMAS`) picks the view of
-``info``: ``"rich"`` (default) or ``"fixed"``, one schema at reset and every step
+``info``: ``"fixed"`` (default) or ``"rich"``; ``"fixed"`` is one schema at reset and every step
 (:mod:`tepa_envs.core.step_info`); :attr:`TaskStreamEnv.last_evidence` is the
 step's evidence list in both.
 

@@ -197,7 +197,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     the alias list; ``-1, "", False, ""`` at the terminal step), ``answer`` (str,
     ``""`` unless scored), ``qa_pair_id`` (str, ``""`` on memorize steps) and
     ``chain`` (str: the relations joined by ``","``, ``""`` when none). With
-    ``"rich"`` (default, what the agent loop reads) the keys are as above:
+    ``"rich"`` (the variable view) the keys are as above:
     ``evidence`` the list, ``oracle["answers"]`` the aliases, ``chain`` a list,
     ``success`` and ``answer`` only after a question, ``oracle`` only while a
     step is presented.
@@ -238,7 +238,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     * ``render_mode``: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (see
       "Rendering"); any other mode is accepted, as in Gymnasium, and :meth:`render`
       then warns and returns ``None``.
-    * ``info_schema``: ``"rich"`` (default) or ``"fixed"``, see "Evidence and info".
+    * ``info_schema``: ``"fixed"`` (default) or ``"rich"``, see "Evidence and info".
     """
 
     metadata = {"render_modes": RENDER_MODES, "render_fps": RENDER_FPS}
@@ -297,7 +297,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             raise ResetNeeded("call reset() before step()")
         if self._t >= self._n_steps:
             raise ResetNeeded("the episode has ended; call reset() to start a new one")
-        check_str("action", action)
+        action = str(check_str("action", action))  # a numpy str_ (a vector env's action) reads as a str
         success: bool | None = None
         evidence: tuple[Evidence, ...] = ()
         if self._t < self._n_chunks:

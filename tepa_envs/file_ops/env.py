@@ -151,7 +151,7 @@ class FileOpsEnv(TaskStreamEnv):
     number of evidence and the first one, ``outcome`` 1 / 0 / -1; ``0, "", "",
     -1, -1, ""`` when none), ``oracle`` (``{"phase", "phase_name",
     "phase_changed", "correct"}``; ``-1, "", False, ""`` at the terminal step) and
-    ``forfeited`` (bool). With ``"rich"`` (default, what the agent loop reads)
+    ``forfeited`` (bool). With ``"rich"`` (the variable view)
     ``evidence`` is the list of :class:`~tepa_envs.core.Evidence`, ``success`` and
     ``message`` are present only after a step, ``oracle`` only while a task is
     presented and ``forfeited`` only with ``trial_cost="task"``. Either way
@@ -197,7 +197,7 @@ class FileOpsEnv(TaskStreamEnv):
       ``"human"`` (that line printed to stdout at every step) or ``"rgb_array"`` (a
       ``uint8`` picture of the stream, see "Rendering"); any other mode is accepted,
       as in Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
-    * ``info_schema``: ``"rich"`` (default) or ``"fixed"``, see "Info".
+    * ``info_schema``: ``"fixed"`` (default) or ``"rich"``, see "Info".
     * ``schedule``: the CSV consumers' drift: ``"paper"`` (default, the four
       phases above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built
       over ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``,

@@ -13,11 +13,17 @@ Autoreset follows ``AutoresetMode.NEXT_STEP`` (as ``SyncVectorEnv``): the step
 after a termination resets that sub-environment, ignores its action, and returns
 its first observation with reward 0.
 
-Batched info keys (each with its ``_name`` mask, built like ``SyncVectorEnv``):
-``key``, ``t``, ``success`` (only for sub-environments that stepped) and
-``oracle`` (``phase``, ``phase_name``, ``phase_changed``, ``correct``; absent at
-a sub-environment's terminal step). Not batched, for speed: ``context``,
-``evidence`` and ``message``; use ``SyncVectorEnv`` when an agent needs them.
+Batched info keys (each with its ``_name`` mask, built like ``SyncVectorEnv``),
+with ``info_schema="fixed"`` (the default): every key of the fixed schema
+(:mod:`~tepa_envs.core.step_info`) at reset and at every step, the terminal step
+included: ``key``, ``t``, ``scored``, ``success``, ``evidence`` (``count``,
+``key``, ``value``, ``t``, ``outcome``, ``source``), ``oracle`` (``phase``,
+``phase_name``, ``phase_changed``, ``correct``; :data:`~tepa_envs.core.step_info.NO_ORACLE`
+at a terminal step) and ``forfeited``. With ``info_schema="rich"``: ``key``,
+``t``, ``success`` (only for sub-environments that stepped) and ``oracle``
+(absent at a sub-environment's terminal step). Not batched in either, for speed:
+the free texts ``context`` and ``message`` (and the rich schema's evidence list);
+use ``SyncVectorEnv`` when an agent needs them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from tepa_envs.core import check_int
-from tepa_envs.core.step_info import batched_step_info
+from tepa_envs.core.step_info import batched_fixed_step_info, batched_step_info, check_info_schema
 from tepa_envs.error import ResetNeeded
 from tepa_envs.regime_drift.env import RegimeDriftEnv, draw_world
 
@@ -56,9 +62,8 @@ class RegimeDriftVectorEnv(VectorEnv):
       other schedules count as ``MAX_BATCH_CELLS`` says).
     * ``**kwargs``: the arguments of :class:`~tepa_envs.regime_drift.env.RegimeDriftEnv`
       (``phase_lengths``, ``n_tools``, ``n_keys``, ``light_drift_fraction``,
-      ``partial_return_fraction``, ``key_noise``, ``schedule``), validated by it with its bounds
-      (``info_schema`` only ``"rich"``: the fixed schema's texts are not batched; use
-      ``vectorization_mode="sync"`` for it).
+      ``partial_return_fraction``, ``key_noise``, ``schedule``, ``info_schema``), validated
+      by it with its bounds; ``info_schema`` picks the batched keys (module docstring).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -68,11 +73,9 @@ class RegimeDriftVectorEnv(VectorEnv):
         if kwargs.get("render_mode") is not None:
             raise ValueError("RegimeDriftVectorEnv does not render; use render_mode=None")
         kwargs.pop("render_mode", None)
-        if kwargs.get("info_schema", "rich") != "rich":
-            raise ValueError("RegimeDriftVectorEnv batches the rich info's key, t, success and oracle only; for "
-                             "info_schema='fixed' use gym.make_vec(..., vectorization_mode='sync') or 'async'")
         self._template = RegimeDriftEnv(**kwargs)
         template = self._template
+        self.info_schema = check_info_schema(template.info_schema)
         drift = self._drift = template.drift
         total, n_phases = drift.total, len(drift.segments)
         cells = num_envs * ((total + 1) * (1 + drift.timed + drift.noisy) + n_phases * template.n_keys)
@@ -103,6 +106,10 @@ class RegimeDriftVectorEnv(VectorEnv):
         # Changes inside a phase: the correct tool of every task; noisy outcomes: every task's draw.
         self._correct = np.zeros((num_envs, self._total + 1), dtype=np.int64) if drift.timed else None
         self._outcome_draw = np.zeros((num_envs, self._total + 1)) if drift.noisy else None
+        # The fixed schema's evidence key of every task, when key noise can file it under another key.
+        self._evidence_keys = (np.empty((num_envs, self._total + 1), dtype=object)
+                               if self.info_schema == "fixed" and template.key_noise > 0 else None)
+        self._evidence: dict[str, np.ndarray] = {}
         self._t = np.zeros(num_envs, dtype=np.int64)
         self._previous_action = np.full(num_envs, self._n_tools, dtype=np.int64)
         self._previous_success = np.zeros(num_envs, dtype=np.int64)
@@ -115,7 +122,9 @@ class RegimeDriftVectorEnv(VectorEnv):
             self._rngs[i], _ = seeding.np_random(seed)
         template = self._template
         world = draw_world(self._rngs[i], template.keys, template.n_tools, self._drift, template.key_noise,
-                           with_evidence_keys=False)
+                           with_evidence_keys=self._evidence_keys is not None)
+        if self._evidence_keys is not None:
+            self._evidence_keys[i, :self._total] = world.evidence_keys
         self._regime[i] = world.regime
         self._task_keys[i, :self._total] = world.task_keys
         if self._correct is not None:
@@ -136,16 +145,47 @@ class RegimeDriftVectorEnv(VectorEnv):
         key_index = self._task_keys[self._rows, self._t]
         return np.stack([key_index, self._previous_action, self._previous_success], axis=1)
 
-    def _infos(self, rows: np.ndarray, success: np.ndarray | None, stepped: np.ndarray | None) -> dict[str, Any]:
-        """Infos of the sub-environments in ``rows`` (a bool mask), as ``SyncVectorEnv`` batches them."""
+    def _infos(self, rows: np.ndarray, success: np.ndarray | None, stepped: np.ndarray | None,
+               evidence: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+        """Infos of the sub-environments in ``rows`` (a bool mask), as ``SyncVectorEnv`` batches them;
+        ``evidence``: the fixed schema's evidence fields of the step (``None``: none revealed)."""
         t = self._t
         live = t < self._total
         key_index = np.where(live, self._task_keys[self._rows, t], len(self._key_names) - 1)
         phase = self._phase_of_t[t]
-        correct = self._correct_at(t, phase)
-        return batched_step_info(rows, key=self._key_names[key_index], t=t, success=success, stepped=stepped,
-                                 oracle_rows=rows & live, phase=phase, phase_name=self._phase_names[phase],
-                                 phase_changed=self._phase_changed_at_t[t], correct=self._tool_names[correct])
+        correct = self._tool_names[self._correct_at(t, phase)]
+        if self.info_schema == "rich":
+            return batched_step_info(rows, key=self._key_names[key_index], t=t, success=success, stepped=stepped,
+                                     oracle_rows=rows & live, phase=phase, phase_name=self._phase_names[phase],
+                                     phase_changed=self._phase_changed_at_t[t], correct=correct)
+        n = self.num_envs
+        scored = np.zeros(n, dtype=bool) if stepped is None else stepped.copy()
+        return batched_fixed_step_info(
+            rows, key=self._key_names[key_index], t=t, scored=scored,
+            success=np.zeros(n, dtype=bool) if success is None else success,
+            evidence=self._no_evidence() if evidence is None else evidence, live=live, phase=phase,
+            phase_name=self._phase_names[phase], phase_changed=self._phase_changed_at_t[t], correct=correct,
+            forfeited=np.zeros(n, dtype=bool))
+
+    def _no_evidence(self) -> dict[str, np.ndarray]:
+        """The fixed schema's evidence sentinels for every sub-environment (nothing revealed)."""
+        if not self._evidence:
+            n = self.num_envs
+            self._evidence = {"count": np.zeros(n, dtype=np.int64), "key": np.full(n, "", dtype=object),
+                              "value": np.full(n, "", dtype=object), "t": np.full(n, -1, dtype=np.int64),
+                              "outcome": np.full(n, -1, dtype=np.int64), "source": np.full(n, "", dtype=object)}
+        return self._evidence
+
+    def _step_evidence(self, stepping: np.ndarray, t: np.ndarray, actions: np.ndarray,
+                       success: np.ndarray) -> dict[str, np.ndarray]:
+        """The fixed schema's evidence fields: one executor outcome per sub-environment that stepped."""
+        none = self._no_evidence()
+        keys = (self._key_names[self._task_keys[self._rows, t]] if self._evidence_keys is None
+                else self._evidence_keys[self._rows, t])
+        return {"count": stepping.astype(np.int64), "key": np.where(stepping, keys, none["key"]),
+                "value": np.where(stepping, self._tool_names[np.where(stepping, actions, 0)], none["value"]),
+                "t": np.where(stepping, t, -1), "outcome": np.where(stepping, success.astype(np.int64), -1),
+                "source": np.where(stepping, "executor", none["source"]).astype(object)}
 
     # -------------------------------------------------------------- gymnasium
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
@@ -206,5 +246,6 @@ class RegimeDriftVectorEnv(VectorEnv):
         terminations = stepping & (self._t >= self._total)
         rewards = success.astype(np.float64)
         self._autoreset = terminations.copy()
-        infos = self._infos(np.ones(self.num_envs, dtype=bool), success, stepping)
+        evidence = None if self.info_schema == "rich" else self._step_evidence(stepping, t, actions, success)
+        infos = self._infos(np.ones(self.num_envs, dtype=bool), success, stepping, evidence)
         return self._observations(), rewards, terminations, np.zeros(self.num_envs, dtype=bool), infos

@@ -25,8 +25,8 @@ def test_builder_orders_shared_keys_first_and_adds_success_only_after_a_step():
 
 
 @pytest.mark.parametrize("env_id", tepa_envs.ENV_IDS)
-def test_every_env_returns_the_contract_keys(env_id):
-    env = gym.make(env_id, **SMALL.get(env_id, {}))
+def test_every_env_returns_the_rich_contract_keys(env_id):
+    env = gym.make(env_id, **SMALL.get(env_id, {}), info_schema="rich")
     _, info = env.reset(seed=0)
     assert set(SHARED) <= set(info) and info["evidence"] == [] and "success" not in info
     assert set(StepInfo.__annotations__) >= set(SHARED) | {"success", "oracle"}

@@ -16,8 +16,10 @@ STREAM_IDS = ("TEPA/RegimeDrift-v0", "TEPA/FileOps-v0", "TEPA/PreferenceStream-v
 
 
 def make(env_id: str, tmp_path, **kwargs) -> gym.Env:
+    """The environment with the rich info (``forfeited`` present only with ``trial_cost="task"``)."""
     if env_id == "TEPA/FileOps-v0":
         kwargs.setdefault("sandbox_dir", str(tmp_path))
+    kwargs.setdefault("info_schema", "rich")
     return gym.make(env_id, **kwargs)
 
 

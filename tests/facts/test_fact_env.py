@@ -35,7 +35,7 @@ def test_check_env_passes_for_both_splits(tmp_path):
 
 
 def test_memorize_steps_stream_every_fact_as_asserted_evidence():
-    env = gym.make(ENV_ID, split="sh", length="6k", chunk_facts=40)
+    env = gym.make(ENV_ID, split="sh", length="6k", chunk_facts=40, info_schema="rich")
     steps = roll(env, seed=0)
     assert len(steps) == 1 + 12 + 100
     _, first = steps[0]
@@ -56,7 +56,7 @@ def test_memorize_steps_stream_every_fact_as_asserted_evidence():
 
 
 def test_multi_hop_questions_carry_their_chain_with_the_template_front_end():
-    env = gym.make(ENV_ID, split="mh", length="6k", extraction="templates", generator="classic")
+    env = gym.make(ENV_ID, split="mh", length="6k", extraction="templates", generator="classic", info_schema="rich")
     steps = roll(env, seed=0)
     chains = [info["chain"] for _, info in steps[12:-1]]
     assert len(chains) == 100 and {len(c) for c in chains} == {1, 2, 3}

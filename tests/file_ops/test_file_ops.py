@@ -94,7 +94,8 @@ def test_consumer_rejections_carry_the_parsers_own_message(tmp_path: Path):
     _, reward, _, _, info = env.step(env.to_action(wrong))
     assert reward == 0.0 and not info["success"]
     assert info["message"].split(":")[0] in ("Rejected", "JSONDecodeError")
-    assert info["evidence"] == [tepa_envs.Evidence(key, wrong, 0, False, "consumer")]
+    assert env.last_evidence == (tepa_envs.Evidence(key, wrong, 0, False, "consumer"),)
+    assert info["evidence"] == {"count": 1, "key": key, "value": wrong, "t": 0, "outcome": 0, "source": "consumer"}
     assert f"with {wrong}) was rejected by the consumer: {info['message']}" in info["context"]
     env.close()
 

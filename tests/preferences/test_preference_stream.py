@@ -45,7 +45,7 @@ def test_passes_gymnasium_check_env():
 
 
 def test_default_world_shape_and_keys():
-    env = PreferenceStreamEnv()
+    env = PreferenceStreamEnv(info_schema="rich")
     _, info = env.reset(seed=0)
     assert len(env.keys) == 12 and all(key.count("@") == 1 for key in env.keys)
     assert {key.split("@")[1] for key in env.keys} == {"work", "home", "travel"}
@@ -92,7 +92,7 @@ def test_same_seed_same_stream_in_another_process():
 
 
 def test_reward_is_the_true_outcome_and_evidence_reports_it_except_on_noise():
-    env = PreferenceStreamEnv(noise_rate=0.2)
+    env = PreferenceStreamEnv(noise_rate=0.2, info_schema="rich")
     _, info = env.reset(seed=3)
     noisy = set(env.noisy_sessions().tolist())
     assert noisy, "a 20% noise rate must produce noisy sessions"

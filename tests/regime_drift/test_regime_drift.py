@@ -28,7 +28,7 @@ def rollout(seed, steps=None, **kwargs):
     done = False
     while not done:
         obs, reward, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
-        evidence = [[e.key, e.value, e.t, e.outcome, e.source] for e in info["evidence"]]
+        evidence = [[e.key, e.value, e.t, e.outcome, e.source] for e in env.unwrapped.last_evidence]
         trace.append((obs.tolist(), reward, info["key"], evidence))
         done = terminated or truncated
     return trace
@@ -59,6 +59,18 @@ def test_same_trajectory_in_another_process():
 
 def test_info_contract_after_reset_and_step():
     env = gym.make(ENV_ID, phase_lengths=(2, 2, 2, 2))
+    obs, info = env.reset(seed=0)
+    assert info["evidence"]["count"] == 0 and info["scored"] is False
+    correct = env.unwrapped.to_action(info["oracle"]["correct"])
+    _, _, _, _, info2 = env.step(correct)
+    assert info2["scored"] is True and info2["success"] is True and info2["message"] == "completed"
+    assert info2["evidence"] == {"count": 1, "key": info["key"], "value": info["oracle"]["correct"], "t": 0,
+                                 "outcome": 1, "source": "executor"}
+    assert env.unwrapped.last_evidence == (Evidence(info["key"], info["oracle"]["correct"], 0, True, "executor"),)
+
+
+def test_rich_info_contract_after_reset_and_step():
+    env = gym.make(ENV_ID, phase_lengths=(2, 2, 2, 2), info_schema="rich")
     obs, info = env.reset(seed=0)
     assert info["evidence"] == [] and "success" not in info
     assert info["key"].count("/") == 2 and "Available tools" in info["context"]
@@ -105,7 +117,8 @@ def test_key_noise_files_evidence_under_a_wrong_key():
         for _ in range(20):
             key = info["key"]
             _, _, terminated, _, info = env.step(0)
-            assert (info["evidence"][0].key != key) == expect_wrong
+            assert (env.unwrapped.last_evidence[0].key != key) == expect_wrong
+            assert (info["evidence"]["key"] != key) == expect_wrong
             if terminated:
                 break
 

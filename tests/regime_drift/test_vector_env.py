@@ -13,11 +13,15 @@ from gymnasium.vector import AutoresetMode
 import tepa_envs  # noqa: F401
 from tepa_envs.regime_drift.vector import RegimeDriftVectorEnv
 
-BATCHED_INFO_KEYS = ("key", "t", "success", "oracle")
+RICH_BATCHED_KEYS = ("key", "t", "success", "oracle")
+UNBATCHED_TEXTS = ("context", "message")
+SCHEMAS = ("fixed", "rich")
 
 
-def _batched_subset(infos: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in infos.items() if name.lstrip("_") in BATCHED_INFO_KEYS}
+def _batched_subset(infos: dict[str, Any], schema: str) -> dict[str, Any]:
+    if schema == "rich":
+        return {name: value for name, value in infos.items() if name.lstrip("_") in RICH_BATCHED_KEYS}
+    return {name: value for name, value in infos.items() if name.lstrip("_") not in UNBATCHED_TEXTS}
 
 
 def _assert_infos_equal(native: dict[str, Any], sync: dict[str, Any], where: str) -> None:
@@ -30,9 +34,10 @@ def _assert_infos_equal(native: dict[str, Any], sync: dict[str, Any], where: str
             np.testing.assert_array_equal(native[name], value, err_msg=f"{where}/{name}")
 
 
-def _compare(kwargs: dict[str, Any], num_envs: int, steps: int, seed: Any) -> None:
-    native = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=num_envs, **kwargs)
-    sync = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=num_envs, vectorization_mode="sync", **kwargs)
+def _compare(kwargs: dict[str, Any], num_envs: int, steps: int, seed: Any, schema: str) -> None:
+    native = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=num_envs, info_schema=schema, **kwargs)
+    sync = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=num_envs, vectorization_mode="sync", info_schema=schema,
+                        **kwargs)
     assert isinstance(native.unwrapped, RegimeDriftVectorEnv)
     assert native.observation_space == sync.observation_space
     assert native.action_space == sync.action_space
@@ -40,7 +45,7 @@ def _compare(kwargs: dict[str, Any], num_envs: int, steps: int, seed: Any) -> No
     obs_s, info_s = sync.reset(seed=seed)
     np.testing.assert_array_equal(obs_n, obs_s)
     assert obs_n.dtype == obs_s.dtype
-    _assert_infos_equal(info_n, _batched_subset(info_s), "reset")
+    _assert_infos_equal(info_n, _batched_subset(info_s, schema), "reset")
     policy = np.random.default_rng(123)
     for step in range(steps):
         actions = policy.integers(0, native.single_action_space.n, size=num_envs)
@@ -49,7 +54,7 @@ def _compare(kwargs: dict[str, Any], num_envs: int, steps: int, seed: Any) -> No
         for name, a, b in zip(("obs", "reward", "terminated", "truncated"), out_n[:4], out_s[:4]):
             np.testing.assert_array_equal(a, b, err_msg=f"step {step} {name}")
             assert a.dtype == b.dtype, f"step {step} {name}"
-        _assert_infos_equal(out_n[4], _batched_subset(out_s[4]), f"step {step}")
+        _assert_infos_equal(out_n[4], _batched_subset(out_s[4], schema), f"step {step}")
     native.close()
     sync.close()
 
@@ -65,17 +70,34 @@ def test_native_vector_env_is_the_default_for_make_vec():
     {"phase_lengths": (3, 4, 2, 5)},
     {"phase_lengths": (5, 5, 5, 5), "n_keys": 7, "n_tools": 4, "key_noise": 0.2},
 ])
-def test_equals_sync_over_several_autoresets(kwargs):
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_equals_sync_over_several_autoresets(kwargs, schema):
     # 70 steps cross 3+ episode ends, so NEXT_STEP autoreset is compared too.
-    _compare(kwargs, num_envs=5, steps=70, seed=11)
+    _compare(kwargs, num_envs=5, steps=70, seed=11, schema=schema)
 
 
-def test_equals_sync_with_a_seed_list_and_default_length():
-    _compare({"n_keys": 3}, num_envs=3, steps=330, seed=[4, 9, 2])
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_equals_sync_with_a_seed_list_and_default_length(schema):
+    _compare({"n_keys": 3}, num_envs=3, steps=330, seed=[4, 9, 2], schema=schema)
 
 
-def test_reset_mask_resets_only_the_chosen_envs():
-    kwargs = {"phase_lengths": (2, 2, 2, 2), "n_keys": 4}
+def test_the_default_schema_batches_every_fixed_key_at_every_step():
+    envs = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=3, phase_lengths=(2, 2, 2, 2))
+    _, info = envs.reset(seed=0)
+    keys = set(info)
+    for _ in range(12):  # crosses a terminal step and an autoreset
+        _, _, terminated, _, info = envs.step(np.zeros(3, dtype=np.int64))
+        assert set(info) == keys and all(info[f"_{name}"].all() for name in ("key", "evidence", "oracle"))
+        if terminated.any():
+            assert (info["oracle"]["phase"][terminated] == -1).all()
+            assert (info["oracle"]["correct"][terminated] == "").all()
+    assert {"key", "t", "scored", "success", "evidence", "oracle", "forfeited"} <= {k.lstrip("_") for k in keys}
+    envs.close()
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_reset_mask_resets_only_the_chosen_envs(schema):
+    kwargs = {"phase_lengths": (2, 2, 2, 2), "n_keys": 4, "info_schema": schema}
     native = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=4, **kwargs)
     sync = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=4, vectorization_mode="sync", **kwargs)
     native.reset(seed=0)
@@ -88,7 +110,7 @@ def test_reset_mask_resets_only_the_chosen_envs():
     obs_n, info_n = native.reset(seed=[7, None, 8, None], options={"reset_mask": mask})
     obs_s, info_s = sync.reset(seed=[7, None, 8, None], options={"reset_mask": mask.copy()})
     np.testing.assert_array_equal(obs_n, obs_s)
-    _assert_infos_equal(info_n, _batched_subset(info_s), "masked reset")
+    _assert_infos_equal(info_n, _batched_subset(info_s, schema), "masked reset")
     for _ in range(8):
         out_n, out_s = native.step(actions), sync.step(actions)
         for a, b in zip(out_n[:4], out_s[:4]):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import tepa_envs  # noqa: F401
+from tepa_envs.core.step_info import evidence_of
 from tepa_envs.agents.evaluation import evaluate, summarize
 from tepa_envs.agents.evaluation.cli import main
 from tepa_envs.agents.evaluation.studies.profiles import profile_rankings, shared_traces
@@ -85,19 +86,20 @@ def test_calibrate_command_measures_a_profile_that_runs(tmp_path):
 
 
 class Evidence(EpisodeObserver):
-    def __init__(self) -> None:
+    def __init__(self, env) -> None:
         self.stream: list[tuple] = []
+        self.env = env
 
     def on_step(self, info_before, action, info_after) -> None:
-        self.stream.append((int(action), tuple((e.key, e.value, e.outcome) for e in info_after.get("evidence", ()))))
+        self.stream.append((int(action), tuple((e.key, e.value, e.outcome) for e in evidence_of(info_after, self.env))))
 
 
 @pytest.mark.parametrize("env_id", ["TEPA/RegimeDrift-v0", "TEPA/RegimeDrift-ManyKeys-v0", "TEPA/PreferenceStream-v0"])
 def test_memory_blind_traces_give_every_memory_the_same_evidence(env_id):
     streams = {}
     for method in METHODS + ["tepa-regime", "bocpd"]:
-        observer = Evidence()
         env = gym.make(env_id)
+        observer = Evidence(env)
         reader = make_reader(with_profile({}, "memory-blind"))
         run_episode(env, MemoryAgent(method, reader), 3, observers=[observer])
         env.close()
