@@ -2,7 +2,7 @@
 
 ``rl.json`` (``rl_version`` 1): ``spec`` (the study's settings, agents, environments,
 training seeds, held-out seeds as ``[first, count]``), ``notes``, ``agents``, ``oracles``,
-``train_seeds``, ``smallest_p_value`` (the floor of the sign-flip test at this many
+``train_seeds``, ``unit_s`` (the units' wall seconds summed), ``smallest_p_value`` (the floor of the sign-flip test at this many
 seeds), ``alpha``, ``versions`` (torch, stable-baselines3, sb3-contrib, gymnasium,
 numpy, python, torch threads), ``memory_agents`` (PPO with a memory that is not an oracle), ``wall_s`` (this run's), ``units`` (planned, skipped,
 trained); ``envs``, one object each with ``env_id``, ``label``, ``kwargs``, ``phases``,
@@ -111,8 +111,8 @@ def markdown(data: dict[str, Any], figure: str | None = None) -> str:
              f"{spec['timesteps']:,} training steps per unit, {spec['eval_episodes']} held-out episodes "
              f"(curves: {spec['curve_episodes']} at each of {spec['checkpoints']} checkpoints), "
              f"engine `{spec['engine']}`; " + ", ".join(f"{k} {v}" for k, v in data["versions"].items())
-             + f"; {data['wall_s'] / 60:.0f} min for {data['units']['trained']} units trained "
-             f"({data['units']['skipped']} already stored). Mean [95 % bootstrap CI across training seeds].", ""]
+             + f"; the {data['units']['planned']} units took {data['unit_s'] / 60:.0f} CPU-minutes in all (sum of "
+             f"their wall times, one thread each). Mean [95 % bootstrap CI across training seeds].", ""]
     lines += ["Final drift score (success in the reversal phase; Poisson: after the first change):", "",
               "| agent | " + " | ".join(e["label"] for e in envs) + " |",
               "|---|" + "---|" * len(envs)]

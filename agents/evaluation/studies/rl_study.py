@@ -645,6 +645,7 @@ def analyse(spec: RLSpec, records: Sequence[UnitRecord]) -> dict[str, Any]:
             "oracles": [a.label for a in spec.agents if a.oracle],
             "memory_agents": [a.label for a in spec.agents if a.memory is not None and not a.oracle],
             "train_seeds": seeds,
+            "unit_s": float(sum(r.timing["total_s"] for r in records)),
             "smallest_p_value": smallest_p_value(len(seeds)), "alpha": spec.alpha, "versions": versions,
             "envs": envs_out, "comparisons": comparisons}
 
