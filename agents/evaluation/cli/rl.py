@@ -65,7 +65,6 @@ def cmd_rl(args: argparse.Namespace) -> int:
         done = len(finished_units(store, spec))
         log(args, f"rl: {units} units ({done} already in {store_path}), {args.workers} workers")
         with progress_factory(quiet=args.quiet)("rl units") as bar:
-            bar.unit = "unit"
             outcome = run_study(spec, store, workers=args.workers, progress=bar)
         data: dict[str, Any] = analyse(spec, read_units(store, spec))
     data["wall_s"] = time.perf_counter() - started

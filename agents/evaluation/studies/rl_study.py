@@ -189,11 +189,13 @@ def _int(where: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _float(where: str, value: Any, low: float, high: float) -> float:
+def _float(where: str, value: Any, low: float, high: float, *, low_open: bool = True) -> float:
+    """A number in ``(low, high]`` (``[low, high]`` when not ``low_open``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{where} must be a number, got {type(value).__name__}")
-    if not (low < value < high) or not math.isfinite(value):
-        raise ValueError(f"{where} must be in ({low:g}, {high:g}), got {value!r}")
+    above = value > low if low_open else value >= low
+    if not (math.isfinite(value) and above and value <= high):
+        raise ValueError(f"{where} must be in {'(' if low_open else '['}{low:g}, {high:g}], got {value!r}")
     return float(value)
 
 
@@ -241,21 +243,19 @@ def _hyper(value: Any) -> Hyper:
     if unknown:
         raise ValueError(f"hyper: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(allowed))}")
     out: dict[str, Any] = {}
-    for key in ("n_envs", "n_steps", "batch_size", "n_epochs", "lstm_hidden_size"):
+    for key, high in (("n_envs", SEED_STRIDE), ("n_steps", 100_000), ("batch_size", 1_000_000), ("n_epochs", 1000),
+                      ("lstm_hidden_size", 4096)):
         if key in value:
-            out[key] = _int(f"hyper.{key}", value[key], 1 if key != "n_envs" else 1, 4096 if key != "n_envs" else 256)
-    for key, high in (("learning_rate", 1.0), ("gamma", 1.0), ("ent_coef", 1.0)):
+            out[key] = _int(f"hyper.{key}", value[key], 1, high)
+    for key, low_open in (("learning_rate", True), ("gamma", True), ("ent_coef", False)):
         if key in value:
-            out[key] = _float(f"hyper.{key}", value[key], 0.0 if key != "ent_coef" else -1e-12, high + 1e-12)
+            out[key] = _float(f"hyper.{key}", value[key], 0.0, 1.0, low_open=low_open)
     if "net_arch" in value:
         arch = value["net_arch"]
         if not isinstance(arch, list) or not arch:
             raise TypeError("hyper.net_arch must be a non-empty list of layer sizes")
         out["net_arch"] = tuple(_int(f"hyper.net_arch[{i}]", v, 1, 4096) for i, v in enumerate(arch))
-    hyper = replace(Hyper(), **out)
-    if hyper.n_envs > SEED_STRIDE:
-        raise ValueError(f"hyper.n_envs must be at most {SEED_STRIDE}")
-    return hyper
+    return replace(Hyper(), **out)
 
 
 def parse_rl_spec(data: Mapping[str, Any], *, check_engine: bool = True, notes: Sequence[str] = ()) -> RLSpec:
@@ -304,11 +304,18 @@ def parse_rl_spec(data: Mapping[str, Any], *, check_engine: bool = True, notes: 
         curve_episodes=_int("curve_episodes", data.get("curve_episodes", min(base["curve_episodes"], eval_episodes)),
                             1, eval_episodes),
         hyper=hyper, fast_path=_bool("fast_path", data.get("fast_path", True)),
-        alpha=_float("alpha", data.get("alpha", 0.05), 0.0, 1.0), notes=tuple(notes))
+        alpha=_alpha(data.get("alpha", 0.05)), notes=tuple(notes))
     if len(spec.jobs()) > MAX_UNITS:
         raise ValueError(f"the spec has {len(spec.jobs()):,} units, over {MAX_UNITS:,}")
     _check_agents(spec, check_engine)
     return spec
+
+
+def _alpha(value: Any) -> float:
+    alpha = _float("alpha", value, 0.0, 1.0)
+    if alpha >= 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {value!r}")
+    return alpha
 
 
 def _bool(where: str, value: Any) -> bool:
