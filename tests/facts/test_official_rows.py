@@ -100,3 +100,11 @@ def test_reproduction_puts_real_and_synthetic_side_by_side(real_rows):
     assert "Where tepa's chains break (newest), official MH-6k (455 facts): correct" in table
     assert "`memory-order`" in table
     assert all("breakdown" in q and "hops" in q for q in by_source["real"]["questions"])
+
+
+def test_the_oracle_bounds_are_not_applicable_on_facts(real_rows):
+    rows = reproduce_facts(methods=("tepa", "oracle-view"), lengths=("6k",), splits=("sh",), data_dir=real_rows,
+                           with_extra_rows=False)
+    assert {row["score"] for row in rows if row["method"] == "oracle-view"} == {0.0}  # it shows nothing here
+    table = facts_markdown(rows)
+    assert "| oracle-view | n/a | n/a |" in table and "bound nothing" in table

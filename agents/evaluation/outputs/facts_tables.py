@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from tepa_envs.agents.evaluation.analysis.leaderboard import ORACLES
 from tepa_envs.agents.evaluation.analysis.paper import FACTS_ENV_ID
 from tepa_envs.agents.evaluation.analysis.settings import front_end_differences
 from tepa_envs.agents.evaluation.outputs.tables import markdown_table
@@ -122,6 +123,9 @@ def facts_markdown(rows: Sequence[dict[str, Any]], focus: str = "tepa") -> str:
     columns = [(reader, split, length) for reader in readers for split, length in cells]
     table_rows = []
     for method in methods:
+        if method in ORACLES:
+            table_rows.append([method, *(["n/a"] * len(columns))])
+            continue
         entries = [_cell_text(lookup.get((reader, "real", split, length, method)),
                               lookup.get((reader, "synthetic", split, length, method)), "—")
                    for reader, split, length in columns]
@@ -129,6 +133,9 @@ def facts_markdown(rows: Sequence[dict[str, Any]], focus: str = "tepa") -> str:
     headers = ["method", *(f"{reader}: {s.upper()}-{n} official / generated" for reader, s, n in columns)]
     table = markdown_table(headers, table_rows)
     lines = ["", f"Each cell: {CELL} at the column's size (— where there is no row of that origin and size). "
+             "n/a: the oracle bounds (`oracle-reset`, `oracle-view`) act on the true value of the key "
+             "a task presents, and a FactConsolidation question presents none (the reader answers the "
+             "question text), so they show nothing here and bound nothing. "
              "Question readers: " + "; ".join(
         f"`{reader}`{_subset_note(rows, reader)}: {READER_NOTES.get(reader, '')}" for reader in readers) + ".",
         "", "Fact sentences keyed by the front-end: " + _coverage(rows, ".0%") + "."]
