@@ -27,7 +27,8 @@ from gymnasium.envs.registration import register, registry
 
 from tepa_envs.core import PHASE_NAMES, AuditEvent, Evidence, LifecycleState, Record
 
-__all__ = ["PHASE_NAMES", "AuditEvent", "Evidence", "LifecycleState", "Record", "ENV_IDS", "SCENARIOS"]
+__all__ = ["PHASE_NAMES", "AuditEvent", "Evidence", "LifecycleState", "Record", "ENV_IDS", "SCENARIOS",
+           "TASK_STREAM_IDS", "TWIN_IDS", "TWINS", "twin_id"]
 __version__ = "0.1.0"
 
 _ENTRY_POINTS = {
@@ -55,6 +56,23 @@ for _scenario_id in SCENARIOS:
     _ENTRY_POINTS[_scenario_id] = _ENTRY_POINTS["TEPA/RegimeDrift-v0"]
     _VECTOR_ENTRY_POINTS[_scenario_id] = _VECTOR_ENTRY_POINTS["TEPA/RegimeDrift-v0"]
 ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
+TASK_STREAM_IDS: tuple[str, ...] = tuple(env_id for env_id in ENV_IDS if env_id != "TEPA/FactConsolidation-v0")
+"""The task-stream environments (:class:`~tepa_envs.core.stream.TaskStreamEnv`): every id that
+takes ``notify`` and has a fully observed twin."""
+
+
+def twin_id(env_id: str) -> str:
+    """The fully observed twin of a task-stream id: ``TEPA/<name>-v0`` -> ``TEPA/<name>-MDP-v0``."""
+    name, _, version = env_id.rpartition("-")
+    return f"{name}-MDP-{version}"
+
+
+# Fully observed twins (POPGym's MDP twins): the same entry point and kwargs with
+# observe_truth=True, so a twin shares its original's world and seeds and adds the
+# correct value's index to the observation (docs/environments/twins.md).
+TWINS: dict[str, str] = {twin_id(env_id): env_id for env_id in TASK_STREAM_IDS}
+"""Twin id -> the id it twins."""
+TWIN_IDS: tuple[str, ...] = tuple(TWINS)
 
 # No max_episode_steps: the episodes end themselves and their length follows the kwargs
 # (see the module docstring); a TimeLimit from the spec would truncate longer episodes.
@@ -62,6 +80,11 @@ for _env_id, _entry_point in _ENTRY_POINTS.items():
     if _env_id not in registry:
         register(id=_env_id, entry_point=_entry_point, kwargs=dict(SCENARIOS.get(_env_id, {})),
                  vector_entry_point=_VECTOR_ENTRY_POINTS.get(_env_id))
+for _twin, _original in TWINS.items():
+    if _twin not in registry:
+        register(id=_twin, entry_point=_ENTRY_POINTS[_original],
+                 kwargs={**SCENARIOS.get(_original, {}), "observe_truth": True},
+                 vector_entry_point=_VECTOR_ENTRY_POINTS.get(_original))
 
 
 class _NotInstalledFinder(importlib.abc.MetaPathFinder):

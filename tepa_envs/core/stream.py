@@ -26,6 +26,16 @@ seeds and the hidden world do not depend on the mode.
 (:mod:`tepa_envs.core.step_info`); :attr:`TaskStreamEnv.last_evidence` is the
 step's evidence list in both.
 
+``notify`` (:data:`~tepa_envs.core.notify.NOTIFY_LEVELS`, with ``detect_delay`` and
+``false_alarm_rate``) tells the agent when the presented key's correct value changed
+(:mod:`tepa_envs.core.notify`): with ``"none"`` (the default) nothing changes; otherwise
+the observation gains one component of size 2 (the flag) and every ``info`` the fixed
+key ``notified`` (bool). ``observe_truth=True`` makes the fully observed twin (the
+``*-MDP-v0`` ids): the observation gains, last, the index in :attr:`values` of the
+presented task's correct value (``len(values)`` once no task is presented), the value
+``info["oracle"]["correct"]`` names. Neither draws from ``np_random``: the world is the
+same for the same seed whatever the two arguments.
+
 Render modes (:data:`RENDER_MODES`): ``"ansi"`` returns the last step as one line
 of text; ``"human"`` prints that line to stdout at every step (and a header at
 reset), as Gymnasium's environments render in ``step``, and ``render()`` returns
@@ -47,6 +57,8 @@ import numpy as np
 from tepa_envs.core.checks import check_choice, check_int, check_str, check_trial_kind
 from tepa_envs.core.contracts import ValueActions
 from tepa_envs.core.drift import DriftSchedule
+from tepa_envs.core.notify import (DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RATE, DEFAULT_NOTIFY, NOTIFIED_KEY,
+                                   ChangeNotifier, check_notify, notifier_rng)
 from tepa_envs.core.schedule import PhaseSchedule
 from tepa_envs.core.render import RECENT, Frame, draw_frame
 from tepa_envs.core.step_info import (DEFAULT_INFO_SCHEMA, StepInfo, check_info_schema, fixed_step_info,
@@ -86,6 +98,13 @@ def warn_render_unsupported(env: Any) -> None:
     else:
         gym.logger.warn(f"render_mode={env.render_mode!r} is not supported by {type(env).__name__} "
                         f"(render_modes: {modes}); render() returns None.")
+
+
+def check_observe_truth(observe_truth: object) -> bool:
+    """``observe_truth`` must be a bool (``TypeError`` otherwise)."""
+    if not isinstance(observe_truth, bool):
+        raise TypeError(f"observe_truth must be a bool, got {type(observe_truth).__name__}")
+    return observe_truth
 
 
 def check_reset_options(options: object, accepted: Collection[str] = ()) -> dict[str, Any]:
@@ -144,7 +163,12 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     def __init__(self, phase_lengths: Sequence[int] | DriftSchedule, values: Sequence[str],
                  render_mode: str | None = None, *, trial_cost: str = "free",
-                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
+                 info_schema: str = DEFAULT_INFO_SCHEMA, notify: str = DEFAULT_NOTIFY,
+                 detect_delay: float = DEFAULT_DETECT_DELAY, false_alarm_rate: float = DEFAULT_FALSE_ALARM_RATE,
+                 observe_truth: bool = False) -> None:
+        self.notification = check_notify(notify, detect_delay, false_alarm_rate)
+        self.notify = self.notification.level
+        self.observe_truth = check_observe_truth(observe_truth)
         self.render_mode = check_render_mode(render_mode)
         self.info_schema = check_info_schema(info_schema)
         self.trial_cost = check_choice("trial_cost", check_str("trial_cost", trial_cost), TRIAL_COSTS)
@@ -162,6 +186,19 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         self._last_step: tuple[int, str, str, bool, str] | None = None
         self._last_evidence: tuple[Evidence, ...] = ()
         self._outcomes: deque[int] = deque(maxlen=RECENT)
+        self._value_index = {value: i for i, value in enumerate(self.values)}
+        self._notifier = ChangeNotifier(self.notification)
+        self._notified = False
+
+    def _observation_space(self, nvec: Sequence[int]) -> gym.spaces.MultiDiscrete:
+        """The environment's ``MultiDiscrete(nvec)`` observation space with the components
+        ``notify`` and ``observe_truth`` add after it: the flag (size 2) and the correct
+        value's index (size ``len(values) + 1``)."""
+        return gym.spaces.MultiDiscrete(list(nvec) + self._extra_nvec())
+
+    def _extra_nvec(self) -> list[int]:
+        extra = [2] if self.notification.enabled else []
+        return extra + [len(self.values) + 1] if self.observe_truth else extra
 
     # ------------------------------------------------------------ subclass API
     def _build(self, rng: np.random.Generator) -> None:
@@ -192,7 +229,11 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         self._last_step = None
         self._last_evidence = ()
         self._outcomes.clear()
-        observation, info = self._observation(0, self._task), self._info(evidence=(), success=None)
+        if self.notification.enabled:
+            detector = notifier_rng(self.np_random) if self.notify == "detected" else None
+            self._notifier = ChangeNotifier(self.notification, detector)
+        self._notified = self._notify(self._task)
+        observation, info = self._full_observation(0, self._task), self._info(evidence=(), success=None)
         if self.render_mode == "human":
             _print(f"{type(self).__name__}: {self.schedule.total} tasks in {len(self.schedule.names)} phases "
                    f"({', '.join(self.schedule.names)})\n")
@@ -217,7 +258,8 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         self._t += 1
         terminated = self._t >= self.schedule.total
         self._task = None if terminated else self._present(self._t)
-        observation = self._observation(self._t, self._task)
+        self._notified = self._notify(self._task)
+        observation = self._full_observation(self._t, self._task)
         info = self._info(evidence=outcome.evidence, success=outcome.success,
                           message=outcome.message, forfeited=forfeited)
         if terminated:
@@ -225,6 +267,27 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         if self.render_mode == "human":
             _print(self._ansi())
         return observation, float(outcome.success), terminated, False, info
+
+    def _notify(self, task: Task | None) -> bool:
+        """The flag for ``task`` now presented (``False`` when none is, or with ``notify="none"``)."""
+        if task is None or not self.notification.enabled:
+            return False
+        return self._notifier.present(task.key, task.correct)
+
+    def _full_observation(self, t: int, task: Task | None) -> Any:
+        """The environment's observation with the components ``notify`` and ``observe_truth`` add."""
+        observation = self._observation(t, task)
+        if not (self.notification.enabled or self.observe_truth):
+            return observation
+        extra = [int(self._notified)] if self.notification.enabled else []
+        if self.observe_truth:
+            extra.append(self._value_index[task.correct] if task is not None else len(self.values))
+        return np.concatenate([observation, np.array(extra, dtype=observation.dtype)])
+
+    @property
+    def notified(self) -> bool:
+        """Whether the flag is raised on the task now presented (``info["notified"]``)."""
+        return self._notified
 
     def _action_index(self, action: Any) -> int:
         """``TypeError`` unless ``action`` is an integer (a Python or NumPy int, or a 0-d
@@ -311,13 +374,15 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         if task is not None and task.key:
             phase = self.schedule.phase_of(self._t)
             oracle = oracle_info(phase, self.schedule.names[phase], self.schedule.starts_phase(self._t), task.correct)
+        own: dict[str, Any] = {NOTIFIED_KEY: self._notified} if self.notification.enabled else {}
         if self.info_schema == "fixed":
             return fixed_step_info(key=task.key if task else "", context=task.context if task else "",  # type: ignore[return-value]
                                    evidence=evidence, t=self._t, success=success, message=message, oracle=oracle,
-                                   forfeited=bool(forfeited))
+                                   forfeited=bool(forfeited), **own)
         extra: dict[str, Any] = {} if success is None else {"message": message}
         if success is not None and self.trial_cost == "task":
             extra["forfeited"] = bool(forfeited)
+        extra.update(own)
         return step_info(key=task.key if task else "", context=task.context if task else "", evidence=evidence,
                          t=self._t, success=success, oracle=oracle, **extra)
 

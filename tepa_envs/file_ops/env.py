@@ -7,7 +7,6 @@ import sys
 import tempfile
 from typing import Any, Mapping
 
-import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_probability
@@ -17,7 +16,8 @@ from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table,
                            format_of, make_table, record_values, write_table)
 from tepa_envs.file_ops.sandbox import Sandbox, SandboxError, default_sandbox_parent
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
-from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
+from tepa_envs.core.notify import DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RATE, DEFAULT_NOTIFY, check_notify
+from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv, check_observe_truth
 
 EXTENSIONS = {"csv": "csv", "json": "json"}
 MAX_RECORDS = 1000
@@ -107,6 +107,14 @@ class FileOpsEnv(TaskStreamEnv):
     configuration used in the previous step (6 before the first step) and
     whether it was accepted. The accepted configuration is never observable.
 
+    With ``notify="known"`` or ``"detected"`` the observation gains one component of
+    size 2 after these: ``1`` when the change flag is raised on the task now
+    presented (``info["notified"]``), else ``0``. With ``observe_truth=True`` (the
+    ``*-MDP-v0`` twins) it gains, last, a component of size ``6 + 1``: the index
+    of the presented task's correct configuration (in the action order) (the one ``info["oracle"]["correct"]``
+    names; ``6`` at the terminal step). So the space is ``MultiDiscrete(nvec)``
+    with ``nvec`` the list above, then ``2`` when notified, then ``6 + 1`` for a twin.
+
     ## Rewards
 
     1.0 when the consumer accepts the file and reads back the same records,
@@ -155,7 +163,10 @@ class FileOpsEnv(TaskStreamEnv):
     ``evidence`` is the list of :class:`~tepa_envs.core.Evidence`, ``success`` and
     ``message`` are present only after a step, ``oracle`` only while a task is
     presented and ``forfeited`` only with ``trial_cost="task"``. Either way
-    ``env.unwrapped.last_evidence`` is the last step's evidence list.
+    ``env.unwrapped.last_evidence`` is the last step's evidence list. With ``notify="known"`` or ``"detected"``
+    every ``info`` of either schema also has ``notified`` (bool: the change flag of the
+    task now presented, ``False`` at reset's first presentation of a key and at the
+    terminal step); with ``notify="none"`` (default) the key is absent.
 
     ## Rendering
 
@@ -198,6 +209,23 @@ class FileOpsEnv(TaskStreamEnv):
       ``uint8`` picture of the stream, see "Rendering"); any other mode is accepted,
       as in Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
     * ``info_schema``: ``"fixed"`` (default) or ``"rich"``, see "Info".
+    * ``notify``: change notification (:mod:`tepa_envs.core.notify`): ``"none"``
+      (default: nothing is told, everything exactly as without the argument),
+      ``"known"`` (a flag on the first task that presents a key after a true change
+      of its correct value) or ``"detected"`` (the same flag from a noisy detector,
+      see ``detect_delay`` and ``false_alarm_rate``). With ``"known"`` or
+      ``"detected"`` the observation gains the flag and every ``info`` the key
+      ``notified``; see "Observation Space" and "Info".
+    * ``detect_delay``: with ``notify="detected"``, the mean of the detector's
+      geometric delay in presentations of the changed key (default 1.0; 0 flags
+      every change on its first task; at most 1000). Checked, and ignored, at the
+      other levels.
+    * ``false_alarm_rate``: with ``notify="detected"``, the probability that a
+      presentation of a key (after its first) raises a false alarm (default 0.02,
+      in [0, 1]). Checked, and ignored, at the other levels.
+    * ``observe_truth``: ``True`` makes the fully observed twin (the ``*-MDP-v0``
+      ids register it): the observation gains, last, the index of the presented
+      task's correct value (default ``False``); see "Observation Space".
     * ``schedule``: the CSV consumers' drift: ``"paper"`` (default, the four
       phases above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built
       over ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``,
@@ -219,7 +247,11 @@ class FileOpsEnv(TaskStreamEnv):
                  max_file_bytes: int = 256 << 10, max_total_bytes: int = 4 << 20, max_files: int = 256,
                  sandbox_dir: str | None = None, render_mode: str | None = None,
                  trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper",
-                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
+                 info_schema: str = DEFAULT_INFO_SCHEMA, notify: str = DEFAULT_NOTIFY,
+                 detect_delay: float = DEFAULT_DETECT_DELAY, false_alarm_rate: float = DEFAULT_FALSE_ALARM_RATE,
+                 observe_truth: bool = False) -> None:
+        check_notify(notify, detect_delay, false_alarm_rate)  # refused before any state changes
+        check_observe_truth(observe_truth)
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.keys = export_keys(n_domains)
         self.n_domains = n_domains
@@ -245,8 +277,9 @@ class FileOpsEnv(TaskStreamEnv):
         self.sandbox = Sandbox(max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
                                max_files=max_files, parent_dir=sandbox_dir or default_sandbox_parent())
         super().__init__(self.drift, WRITER_CONFIGS, render_mode, trial_cost=trial_cost,
-                         info_schema=info_schema)
-        self.observation_space = gym.spaces.MultiDiscrete([len(self.keys), len(self.values) + 1, 2])
+                         info_schema=info_schema, notify=notify, detect_delay=detect_delay,
+                         false_alarm_rate=false_alarm_rate, observe_truth=observe_truth)
+        self.observation_space = self._observation_space([len(self.keys), len(self.values) + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         self._previous = (len(self.values), 0)
         self._feedback = ""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_probability, check_str
@@ -23,7 +22,8 @@ from tepa_envs.preferences.users import (
 )
 from tepa_envs.core.drift import DriftSchedule, refuse_outcome_model, resolve_schedule
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
-from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
+from tepa_envs.core.notify import DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RATE, DEFAULT_NOTIFY, check_notify
+from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv, check_observe_truth
 from tepa_envs.error import ResetNeeded
 
 
@@ -91,6 +91,14 @@ class PreferenceStreamEnv(TaskStreamEnv):
     session (``n_slots * n_values`` before the first) and the feedback the user
     *reported* for it (noisy). The true preference is never observable.
 
+    With ``notify="known"`` or ``"detected"`` the observation gains one component of
+    size 2 after these: ``1`` when the change flag is raised on the task now
+    presented (``info["notified"]``), else ``0``. With ``observe_truth=True`` (the
+    ``*-MDP-v0`` twins) it gains, last, a component of size ``n_slots * n_values + 1``: the index
+    of the presented task's correct value (an action index) (the one ``info["oracle"]["correct"]``
+    names; ``n_slots * n_values`` at the terminal step). So the space is ``MultiDiscrete(nvec)``
+    with ``nvec`` the list above, then ``2`` when notified, then ``n_slots * n_values + 1`` for a twin.
+
     ## Rewards
 
     1.0 when the chosen value is the user's true current preference for the key,
@@ -156,7 +164,10 @@ class PreferenceStreamEnv(TaskStreamEnv):
     ``evidence`` is the list of :class:`~tepa_envs.core.Evidence`, ``success`` and
     ``message`` are present only after a step, ``oracle`` only while a task is
     presented and ``forfeited`` only with ``trial_cost="task"``. Either way
-    ``env.unwrapped.last_evidence`` is the last step's evidence list.
+    ``env.unwrapped.last_evidence`` is the last step's evidence list. With ``notify="known"`` or ``"detected"``
+    every ``info`` of either schema also has ``notified`` (bool: the change flag of the
+    task now presented, ``False`` at reset's first presentation of a key and at the
+    terminal step); with ``notify="none"`` (default) the key is absent.
 
     ## Rendering
 
@@ -187,6 +198,23 @@ class PreferenceStreamEnv(TaskStreamEnv):
       ``uint8`` picture of the stream, see "Rendering"); any other mode is accepted,
       as in Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
     * ``info_schema``: ``"fixed"`` (default) or ``"rich"``, see "Info".
+    * ``notify``: change notification (:mod:`tepa_envs.core.notify`): ``"none"``
+      (default: nothing is told, everything exactly as without the argument),
+      ``"known"`` (a flag on the first task that presents a key after a true change
+      of its correct value) or ``"detected"`` (the same flag from a noisy detector,
+      see ``detect_delay`` and ``false_alarm_rate``). With ``"known"`` or
+      ``"detected"`` the observation gains the flag and every ``info`` the key
+      ``notified``; see "Observation Space" and "Info".
+    * ``detect_delay``: with ``notify="detected"``, the mean of the detector's
+      geometric delay in presentations of the changed key (default 1.0; 0 flags
+      every change on its first task; at most 1000). Checked, and ignored, at the
+      other levels.
+    * ``false_alarm_rate``: with ``notify="detected"``, the probability that a
+      presentation of a key (after its first) raises a false alarm (default 0.02,
+      in [0, 1]). Checked, and ignored, at the other levels.
+    * ``observe_truth``: ``True`` makes the fully observed twin (the ``*-MDP-v0``
+      ids register it): the observation gains, last, the index of the presented
+      task's correct value (default ``False``); see "Observation Space".
     * ``schedule``: the preferences' drift: ``"paper"`` (default, the four phases
       above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built over
       ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``, ``"poisson"``;
@@ -202,7 +230,11 @@ class PreferenceStreamEnv(TaskStreamEnv):
                  main_profile_share: float = 0.8, light_drift_fraction: float = 0.25,
                  partial_return_fraction: float = 0.5, render_mode: str | None = None,
                  trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper",
-                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
+                 info_schema: str = DEFAULT_INFO_SCHEMA, notify: str = DEFAULT_NOTIFY,
+                 detect_delay: float = DEFAULT_DETECT_DELAY, false_alarm_rate: float = DEFAULT_FALSE_ALARM_RATE,
+                 observe_truth: bool = False) -> None:
+        check_notify(notify, detect_delay, false_alarm_rate)  # refused before any state changes
+        check_observe_truth(observe_truth)
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.n_slots = check_int("n_slots", n_slots, low=4, high=len(SLOTS))
         self.n_contexts = check_int("n_contexts", n_contexts, low=1, high=len(PROFILE_CONTEXTS))
@@ -222,10 +254,11 @@ class PreferenceStreamEnv(TaskStreamEnv):
         self.slot_values = {slot: SLOT_VALUES[slot][: self.n_values] for slot in SLOTS[: self.n_slots]}
         super().__init__(self.drift, tuple(v for vs in self.slot_values.values() for v in vs), render_mode,
                          trial_cost=trial_cost,
-                         info_schema=info_schema)
+                         info_schema=info_schema, notify=notify, detect_delay=detect_delay,
+                         false_alarm_rate=false_alarm_rate, observe_truth=observe_truth)
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         n_actions = len(self.values)
-        self.observation_space = gym.spaces.MultiDiscrete(
+        self.observation_space = self._observation_space(
             [self.n_slots, self.n_contexts, self.n_values + 1, n_actions + 1, 2])
         self._previous = (n_actions, 0)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core import Evidence, check_int, check_probability
@@ -14,7 +13,8 @@ from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.core.drift import DriftSchedule, Timeline, draw_timeline, resolve_schedule
 from tepa_envs.core.schedule import draw_phase_values
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
-from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv
+from tepa_envs.core.notify import DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RATE, DEFAULT_NOTIFY, check_notify
+from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv, check_observe_truth
 
 TASK_TYPES = ("summarize", "classify", "extract", "translate", "aggregate", "validate")
 DOMAINS = ("finance", "health", "legal", "retail", "travel", "energy")
@@ -218,6 +218,14 @@ class RegimeDriftEnv(TaskStreamEnv):
     the tool used in the previous step (``n_tools`` before the first step) and
     whether it succeeded. The correct tool is never observable.
 
+    With ``notify="known"`` or ``"detected"`` the observation gains one component of
+    size 2 after these: ``1`` when the change flag is raised on the task now
+    presented (``info["notified"]``), else ``0``. With ``observe_truth=True`` (the
+    ``*-MDP-v0`` twins) it gains, last, a component of size ``n_tools + 1``: the index
+    of the presented task's correct tool (the one ``info["oracle"]["correct"]``
+    names; ``n_tools`` at the terminal step). So the space is ``MultiDiscrete(nvec)``
+    with ``nvec`` the list above, then ``2`` when notified, then ``n_tools + 1`` for a twin.
+
     ## Rewards
 
     1.0 when the tool solves the task, 0.0 otherwise. With noisy outcomes
@@ -272,7 +280,10 @@ class RegimeDriftEnv(TaskStreamEnv):
     ``evidence`` is the list of :class:`~tepa_envs.core.Evidence`, ``success`` and
     ``message`` are present only after a step, ``oracle`` only while a task is
     presented and ``forfeited`` only with ``trial_cost="task"``. Either way
-    ``env.unwrapped.last_evidence`` is the last step's evidence list.
+    ``env.unwrapped.last_evidence`` is the last step's evidence list. With ``notify="known"`` or ``"detected"``
+    every ``info`` of either schema also has ``notified`` (bool: the change flag of the
+    task now presented, ``False`` at reset's first presentation of a key and at the
+    terminal step); with ``notify="none"`` (default) the key is absent.
 
     ## Rendering
 
@@ -308,6 +319,23 @@ class RegimeDriftEnv(TaskStreamEnv):
       ``uint8`` picture of the stream, see "Rendering"); any other mode is accepted,
       as in Gymnasium's own environments, and ``render()`` then warns and returns ``None``.
     * ``info_schema``: ``"fixed"`` (default) or ``"rich"``, see "Info".
+    * ``notify``: change notification (:mod:`tepa_envs.core.notify`): ``"none"``
+      (default: nothing is told, everything exactly as without the argument),
+      ``"known"`` (a flag on the first task that presents a key after a true change
+      of its correct value) or ``"detected"`` (the same flag from a noisy detector,
+      see ``detect_delay`` and ``false_alarm_rate``). With ``"known"`` or
+      ``"detected"`` the observation gains the flag and every ``info`` the key
+      ``notified``; see "Observation Space" and "Info".
+    * ``detect_delay``: with ``notify="detected"``, the mean of the detector's
+      geometric delay in presentations of the changed key (default 1.0; 0 flags
+      every change on its first task; at most 1000). Checked, and ignored, at the
+      other levels.
+    * ``false_alarm_rate``: with ``notify="detected"``, the probability that a
+      presentation of a key (after its first) raises a false alarm (default 0.02,
+      in [0, 1]). Checked, and ignored, at the other levels.
+    * ``observe_truth``: ``True`` makes the fully observed twin (the ``*-MDP-v0``
+      ids register it): the observation gains, last, the index of the presented
+      task's correct value (default ``False``); see "Observation Space".
     * ``schedule``: the drift: a preset name (``"paper"``, the default, or one of
       ``"noisy"``, ``"gradual"``, ``"async"``, ``"zipf"``, ``"recurring"``,
       ``"poisson"``; :data:`~tepa_envs.core.drift.PRESETS`), built over
@@ -325,7 +353,11 @@ class RegimeDriftEnv(TaskStreamEnv):
                  partial_return_fraction: float = 0.5, key_noise: float = 0.0,
                  render_mode: str | None = None, trial_cost: str = "free",
                  schedule: str | DriftSchedule | Mapping[str, Any] = "paper",
-                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
+                 info_schema: str = DEFAULT_INFO_SCHEMA, notify: str = DEFAULT_NOTIFY,
+                 detect_delay: float = DEFAULT_DETECT_DELAY, false_alarm_rate: float = DEFAULT_FALSE_ALARM_RATE,
+                 observe_truth: bool = False) -> None:
+        check_notify(notify, detect_delay, false_alarm_rate)  # refused before any state changes
+        check_observe_truth(observe_truth)
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
         self.n_tools = check_int("n_tools", n_tools, low=3, high=MAX_TOOLS)
         self.keys = key_names(n_keys)
@@ -337,8 +369,9 @@ class RegimeDriftEnv(TaskStreamEnv):
                                       self.partial_return_fraction)
         super().__init__(self.drift, tuple(f"tool_{i}" for i in range(self.n_tools)), render_mode,
                          trial_cost=trial_cost,
-                         info_schema=info_schema)
-        self.observation_space = gym.spaces.MultiDiscrete([self.n_keys, self.n_tools + 1, 2])
+                         info_schema=info_schema, notify=notify, detect_delay=detect_delay,
+                         false_alarm_rate=false_alarm_rate, observe_truth=observe_truth)
+        self.observation_space = self._observation_space([self.n_keys, self.n_tools + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
 
     def _build(self, rng: np.random.Generator) -> None:

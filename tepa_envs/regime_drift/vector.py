@@ -24,6 +24,14 @@ at a terminal step) and ``forfeited``. With ``info_schema="rich"``: ``key``,
 (absent at a sub-environment's terminal step). Not batched in either, for speed:
 the free texts ``context`` and ``message`` (and the rich schema's evidence list);
 use ``SyncVectorEnv`` when an agent needs them.
+
+``notify`` (:mod:`tepa_envs.core.notify`) and ``observe_truth`` (the ``*-MDP-v0``
+twins) work as on :class:`RegimeDriftEnv`: the observation gains the flag column
+and/or the correct tool's index column, and with ``notify != "none"`` every batched
+info (either schema) has ``notified`` with its ``_notified`` mask. The flags of an
+episode are computed at the sub-environment's reset by
+:func:`~tepa_envs.core.notify.notify_flags` over its drawn world, from the detector
+generator spawned from its seeded generator, so they equal ``SyncVectorEnv``'s.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from tepa_envs.core import check_int
+from tepa_envs.core.notify import notifier_rng, notify_flags
 from tepa_envs.core.step_info import batched_fixed_step_info, batched_step_info, check_info_schema
 from tepa_envs.error import ResetNeeded
 from tepa_envs.regime_drift.env import RegimeDriftEnv, draw_world
@@ -109,6 +118,11 @@ class RegimeDriftVectorEnv(VectorEnv):
         # The fixed schema's evidence key of every task, when key noise can file it under another key.
         self._evidence_keys = (np.empty((num_envs, self._total + 1), dtype=object)
                                if self.info_schema == "fixed" and template.key_noise > 0 else None)
+        self._notification = template.notification
+        self._observe_truth = template.observe_truth
+        # Every task's change flag (one extra column, False, for the observation after the last task).
+        self._notified = (np.zeros((num_envs, self._total + 1), dtype=bool) if self._notification.enabled
+                          else None)
         self._evidence: dict[str, np.ndarray] = {}
         self._t = np.zeros(num_envs, dtype=np.int64)
         self._previous_action = np.full(num_envs, self._n_tools, dtype=np.int64)
@@ -131,6 +145,10 @@ class RegimeDriftVectorEnv(VectorEnv):
             self._correct[i, :self._total] = world.correct
         if self._outcome_draw is not None:
             self._outcome_draw[i, :self._total] = world.outcome_draw
+        if self._notified is not None:
+            detector = notifier_rng(self._rngs[i]) if self._notification.level == "detected" else None
+            self._notified[i, :self._total] = notify_flags(self._notification, detector, world.task_keys.tolist(),
+                                                           world.correct.tolist())
         self._t[i] = 0
         self._previous_action[i] = self._n_tools
         self._previous_success[i] = 0
@@ -142,8 +160,13 @@ class RegimeDriftVectorEnv(VectorEnv):
         return self._regime[self._rows, phase, self._task_keys[self._rows, t]]
 
     def _observations(self) -> np.ndarray:
-        key_index = self._task_keys[self._rows, self._t]
-        return np.stack([key_index, self._previous_action, self._previous_success], axis=1)
+        t = self._t
+        columns = [self._task_keys[self._rows, t], self._previous_action, self._previous_success]
+        if self._notified is not None:
+            columns.append(self._notified[self._rows, t].astype(np.int64))
+        if self._observe_truth:
+            columns.append(np.where(t < self._total, self._correct_at(t, self._phase_of_t[t]), self._n_tools))
+        return np.stack(columns, axis=1)
 
     def _infos(self, rows: np.ndarray, success: np.ndarray | None, stepped: np.ndarray | None,
                evidence: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
@@ -154,10 +177,17 @@ class RegimeDriftVectorEnv(VectorEnv):
         key_index = np.where(live, self._task_keys[self._rows, t], len(self._key_names) - 1)
         phase = self._phase_of_t[t]
         correct = self._tool_names[self._correct_at(t, phase)]
+        own: dict[str, np.ndarray] = {}
+        if self._notified is not None:
+            own["notified"] = self._notified[self._rows, t]
         if self.info_schema == "rich":
-            return batched_step_info(rows, key=self._key_names[key_index], t=t, success=success, stepped=stepped,
-                                     oracle_rows=rows & live, phase=phase, phase_name=self._phase_names[phase],
-                                     phase_changed=self._phase_changed_at_t[t], correct=correct)
+            infos = batched_step_info(rows, key=self._key_names[key_index], t=t, success=success, stepped=stepped,
+                                      oracle_rows=rows & live, phase=phase, phase_name=self._phase_names[phase],
+                                      phase_changed=self._phase_changed_at_t[t], correct=correct)
+            for name, values in own.items():
+                infos[name] = np.where(rows, values, False)
+                infos[f"_{name}"] = rows.copy()
+            return infos
         n = self.num_envs
         scored = np.zeros(n, dtype=bool) if stepped is None else stepped.copy()
         return batched_fixed_step_info(
@@ -165,7 +195,7 @@ class RegimeDriftVectorEnv(VectorEnv):
             success=np.zeros(n, dtype=bool) if success is None else success,
             evidence=self._no_evidence() if evidence is None else evidence, live=live, phase=phase,
             phase_name=self._phase_names[phase], phase_changed=self._phase_changed_at_t[t], correct=correct,
-            forfeited=np.zeros(n, dtype=bool))
+            forfeited=np.zeros(n, dtype=bool), **own)
 
     def _no_evidence(self) -> dict[str, np.ndarray]:
         """The fixed schema's evidence sentinels for every sub-environment (nothing revealed)."""
