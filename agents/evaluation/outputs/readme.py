@@ -172,6 +172,28 @@ def study_table(path: Path, levels_label: Callable[[Any], str]) -> str:
     return markdown_table(header, rows) + f"\n{data['seeds']} seeds per cell; full-reversal success.\n"
 
 
+def stated_table(path: Path) -> str:
+    """The preference stream's overall success per method over ``stated_rate`` x ``stated_prob``."""
+    data = _load(path)
+    cells = data["cells"]
+    header = ["method"] + [f"rate {c['stated_rate']:g}, prob {c['stated_prob']:g}" for c in cells]
+    rows = []
+    for method in data["methods"]:
+        row = [method]
+        for cell in cells:
+            text = _f(cell["overall_success"][method])
+            row.append(f"**{text}**" if cell["best"] == method else text)
+        rows.append(row)
+    rows.append(["*Kendall τ vs the default cell*"] + [_f(c["kendall_tau"], 2) for c in cells])
+    default = data["default"]
+    return (markdown_table(header, rows)
+            + f"\n{data['seeds']} seeds per cell, the same in every cell; overall success; rate: the share of "
+              "sessions whose text states the preference (the environment's `stated_rate`); prob: how often the "
+              "reader takes a stated value over a different one the memory shows first (its `stated_prob`); "
+              "**bold**: the best non-oracle "
+              f"method of the cell; default cell: rate {default['stated_rate']:g}, prob {default['stated_prob']:g}.\n")
+
+
 def robustness_table(path: Path) -> str:
     data = _load(path)
     rows = []
@@ -254,6 +276,8 @@ def tables(results_dir: Path) -> dict[str, str]:
     share = results_dir / "preference" / "main_profile_share.json"
     if share.exists():
         out["main-profile-share"] = study_table(share, lambda x: f"main_profile_share = {x}")
+    if (results_dir / "preference" / "stated.json").exists():
+        out["preference-stated"] = stated_table(results_dir / "preference" / "stated.json")
     if (results_dir / "facts" / "results.json").exists():
         out["facts"] = facts_table(results_dir / "facts" / "results.json")
     if (results_dir / "suite" / "suite.json").exists():  # `tepa-bench suite --out results/suite`

@@ -7,7 +7,8 @@ Per setting (``controlled``, ``executable``, ``preference``) into ``OUT/<setting
 * ``protocol.json``: seeds, half-widths, block spreads, the limits, trials per episode;
 * ``robustness.json``: rankings across the reader grid, Kendall's tau;
 * studies of their own: ``key_noise.json`` and ``n_keys.json`` (controlled),
-  ``ablation.json`` (TEPA's named choices), ``trial_cost.json`` (trials paid with tasks).
+  ``ablation.json`` (TEPA's named choices), ``trial_cost.json`` (trials paid with tasks),
+  ``stated.json`` (preference: every method over ``stated_rate`` x ``stated_prob``).
 
 ``facts/results.json`` holds the FactConsolidation rows: synthetic and, where the
 official MemoryAgentBench files are found (``$TEPA_MAB_DATA`` or the shared folder
@@ -21,11 +22,16 @@ turns the directory into the README's tables.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+from scipy import stats
+
 from tepa_envs.agents.evaluation.analysis.evaluation import Evaluation
+from tepa_envs.agents.evaluation.analysis.leaderboard import ORACLES
 from tepa_envs.agents.evaluation.analysis.paper import KEY_NOISE_LEVELS, KEY_NOISE_PAPER, SETTINGS, Setting
 from tepa_envs.agents.evaluation.analysis.results import Summary
 from tepa_envs.agents.evaluation.analysis.settings import settings_for
@@ -42,10 +48,18 @@ from tepa_envs.agents.evaluation.studies.protocol import (
 )
 from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.agents.memories.tepa_choices import CHOICE_NAMES, PAPER_LITERAL_READINGS, PRESETS
+from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.preferences.env import PreferenceStreamEnv
 
 Log = Callable[[str], None]
 N_KEYS_LEVELS: tuple[int, ...] = (1, 2, 4)
 MAIN_PROFILE_SHARES: tuple[float, ...] = (0.5, 0.8, 0.9, 1.0)
+STATED_RATES: tuple[float, ...] = (0.0, 0.5, 0.85, 1.0)
+"""PreferenceStream's ``stated_rate`` levels of the stated study: never, half the sessions,
+the default, every session states the preference."""
+STATED_PROBS: tuple[float, ...] = (0.0, 0.5, 1.0)
+"""The reader's ``stated_prob`` levels of the stated study: ignores a stated value, the
+default weight, always takes it."""
 BASELINES: tuple[str, ...] = ("append-only", "no-memory", "tepa")
 """Every method is compared with these (``tepa`` as a baseline shows where TEPA loses)."""
 TRIAL_METHODS: tuple[str, ...] = ("tepa-full", "lww-validation")
@@ -146,6 +160,8 @@ def reproduce_setting(name: str, protocol: Protocol, out: Path, *, workers: int 
     if name == "preference":
         with progress("preference: main profile share") as bar:
             write("main_profile_share.json", main_profile_share(protocol, workers, bar, reader_kwargs))
+        with progress("preference: stated rate x stated prob") as bar:
+            write("stated.json", stated(protocol, workers, bar, reader_kwargs))
     if name == "controlled":
         with progress("controlled: key noise") as bar:
             write("key_noise.json", key_noise(protocol, workers, bar, reader_kwargs))
@@ -243,6 +259,33 @@ def main_profile_share(protocol: Protocol, workers: int, progress: Progress | No
                        reader_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every method as the user's main profile takes a larger share of the sessions."""
     return sweep("TEPA/PreferenceStream-v0", "main_profile_share", MAIN_PROFILE_SHARES, protocol, workers, progress, reader_kwargs)
+
+
+def stated(protocol: Protocol, workers: int, progress: Progress | None = None,
+           reader_kwargs: dict[str, Any] | None = None, *, rates: Sequence[float] = STATED_RATES,
+           probs: Sequence[float] = STATED_PROBS) -> dict[str, Any]:
+    """Every method's overall success on the preference stream as a function of how often a
+    session states the preference (the environment's ``stated_rate``) and how much the
+    reader weighs a stated value (its ``stated_prob``), on the same seeds in every cell;
+    each cell's ranking's Kendall tau against the default cell's."""
+    seeds = _robustness_protocol(protocol, "TEPA/PreferenceStream-v0").robustness_seeds
+    default = (inspect.signature(PreferenceStreamEnv).parameters["stated_rate"].default, EvidenceReader().stated_prob)
+    cells = []
+    for rate in rates:
+        for prob in probs:
+            evaluation = evaluate("TEPA/PreferenceStream-v0", METHOD_NAMES, range(seeds),
+                                  env_kwargs={"stated_rate": rate}, workers=workers, progress=progress,
+                                  reader_kwargs={**(reader_kwargs or {}), "stated_prob": prob})
+            cells.append({"stated_rate": rate, "stated_prob": prob, "overall_success": _focus_means(evaluation, None)})
+    base = min(cells, key=lambda c: abs(c["stated_rate"] - default[0]) + abs(c["stated_prob"] - default[1]))
+    for cell in cells:
+        tau = stats.kendalltau(list(base["overall_success"].values()), list(cell["overall_success"].values()))
+        cell["kendall_tau"] = None if np.isnan(tau.statistic) else float(tau.statistic)
+        means = cell["overall_success"]
+        cell["best"] = max((m for m in means if m not in ORACLES), key=lambda m: means[m])
+    return {"env_id": "TEPA/PreferenceStream-v0", "seeds": seeds, "stated_rates": list(rates),
+            "stated_probs": list(probs), "default": {"stated_rate": default[0], "stated_prob": default[1]},
+            "methods": list(METHOD_NAMES), "cells": cells}
 
 
 def reproduce_facts_rows(workers: int, progress: Progress | None = None, local_lm: bool = False,

@@ -12,11 +12,11 @@ from tepa_envs.agents.evaluation.analysis.evaluation import Evaluation, MethodRu
 from tepa_envs.agents.evaluation.engine.evaluate import evaluate
 from tepa_envs.agents.evaluation.engine.jobs import MethodSpec
 from tepa_envs.agents.evaluation.outputs.files import ManifestError
-from tepa_envs.agents.evaluation.outputs.readme import update_readme
+from tepa_envs.agents.evaluation.outputs.readme import stated_table, update_readme
 from tepa_envs.agents.evaluation.studies.protocol import (
     QUICK, Protocol, block_spread, evaluate_to_precision, half_widths, merge, seeds_needed,
 )
-from tepa_envs.agents.evaluation.studies.reproduce import reproduce_setting
+from tepa_envs.agents.evaluation.studies.reproduce import reproduce_setting, stated
 
 SMALL = {"phase_lengths": (5, 5, 5, 5)}
 
@@ -87,3 +87,20 @@ def test_readme_tables_are_generated_from_a_reproduce_directory(tmp_path):
     (tmp_path / "controlled" / "protocol.json").write_text("{}")
     with pytest.raises(ManifestError):
         update_readme(readme, tmp_path)
+
+
+def test_the_stated_study_crosses_the_stream_and_the_reader_on_the_same_seeds(tmp_path):
+    data = stated(replace(QUICK, robustness_seeds=4), 1, rates=(0.0, 1.0), probs=(0.0, 1.0))
+    assert [(c["stated_rate"], c["stated_prob"]) for c in data["cells"]] == [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0),
+                                                                             (1.0, 1.0)]
+    cells = {(c["stated_rate"], c["stated_prob"]): c["overall_success"] for c in data["cells"]}
+    # nothing stated: the reader's weight on a stated value cannot matter
+    assert cells[0.0, 0.0] == cells[0.0, 1.0]
+    # every session stated and always taken: every memory scores what no memory scores
+    assert set(cells[1.0, 1.0].values()) == {cells[1.0, 1.0]["no-memory"]}
+    direct = evaluate("TEPA/PreferenceStream-v0", ["tepa"], range(data["seeds"]), env_kwargs={"stated_rate": 1.0},
+                      reader_kwargs={"stated_prob": 0.0})
+    assert cells[1.0, 0.0]["tepa"] == float(direct.phase_success("tepa", None).mean())
+    (tmp_path / "stated.json").write_text(json.dumps(data))
+    table = stated_table(tmp_path / "stated.json")
+    assert "| rate 1, prob 0 |" in table and f"| tepa | {cells[0.0, 0.0]['tepa']:.3f} |" in table
