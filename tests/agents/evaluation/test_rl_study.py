@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,8 @@ from tepa_envs.agents.evaluation.engine.store import Store  # noqa: E402
 from tepa_envs.agents.evaluation.outputs.files import verify_manifest  # noqa: E402
 from tepa_envs.agents.evaluation.studies.rl_agents import train_unit  # noqa: E402
 from tepa_envs.agents.evaluation.studies.rl_study import (  # noqa: E402
-    AGENTS, ENVS, SIZES, finished_units, parse_rl_spec, prepare_store, read_units, run_study,
+    AGENTS, ENVS, SIZES, builtin_spec, finished_units, load_rl_spec, parse_rl_spec, prepare_store, read_units,
+    run_study,
 )
 
 try:
@@ -165,3 +167,10 @@ def test_the_fast_path_trains_the_same_policy_as_the_per_env_wrappers():
     assert (fast.path, slow.path) == ("native", "python")
     assert fast.final.success == slow.final.success and fast.final.phase == slow.final.phase
     assert [e.success for e in fast.curve] == [e.success for e in slow.curve]
+
+
+@pytest.mark.skipif(not HAVE_CONTRIB, reason="the default size includes recurrent-ppo, which needs sb3-contrib")
+def test_the_shipped_spec_is_the_default_size():
+    shipped = load_rl_spec(Path(__file__).resolve().parents[3] / "benchmarks" / "rl_study.toml")
+    default = builtin_spec("default")
+    assert shipped.settings() == default.settings() and shipped.jobs() == default.jobs()
