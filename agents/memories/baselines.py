@@ -19,6 +19,10 @@ from tepa_envs.agents.memories.protocol import MemoryBase
 ACTIVE = LifecycleState.ACTIVE
 _new_tuple = tuple.__new__
 RETRIEVALS: tuple[str, ...] = ("key", "lexical")
+ON_NOTIFY: tuple[str, ...] = ("ignore", "clear")
+"""Values of the baselines' ``on_notify`` option: what a change notification
+(:meth:`~tepa_envs.agents.memories.protocol.MemoryHooks.on_notify`) does to the key:
+nothing (default), or forget everything stored for it."""
 
 
 def asserts_value(evidence: Evidence) -> bool:
@@ -27,6 +31,13 @@ def asserts_value(evidence: Evidence) -> bool:
 
 def check_retrieval(retrieval: object) -> str:
     return check_choice("retrieval", retrieval, RETRIEVALS)  # type: ignore[return-value]
+
+
+def check_on_notify(on_notify: object, choices: tuple[str, ...] = ON_NOTIFY) -> str:
+    """One of ``choices`` (``TypeError`` for a non-str, ``ValueError`` otherwise)."""
+    if not isinstance(on_notify, str):
+        raise TypeError(f"on_notify must be a str, got {type(on_notify).__name__}")
+    return check_choice("on_notify", on_notify, choices)
 
 
 @dataclass(slots=True)
@@ -67,15 +78,24 @@ class AppendOnly(MemoryBase):
             key ranked by BM25 against the key and the context, ties broken by
             the memory's own ranking (key separators split tokens, so a fact
             ``subject|relation = value`` is indexed as its words).
+        on_notify: ``"ignore"`` (default) or ``"clear"``: a change notification on a key
+            forgets every value stored for it (with ``notify="known"`` this is the
+            per-key ``oracle-reset`` bound, learned from the notification instead of
+            the oracle).
     """
 
     name = "append-only"
 
-    def __init__(self, *, top_k: int = 5, retrieval: str = "key") -> None:
+    def __init__(self, *, top_k: int = 5, retrieval: str = "key", on_notify: str = "ignore") -> None:
         super().__init__()
         self.top_k = check_positive_int("top_k", top_k)
         self.retrieval = check_retrieval(retrieval)
+        self.on_notify_action = check_on_notify(on_notify)
         self._reset()
+
+    def on_notify(self, key: str) -> None:
+        if self.on_notify_action == "clear":
+            self._values.pop(key, None)
 
     def _reset(self) -> None:
         self._values: dict[str, dict[str, ValueEntry]] = {}
@@ -154,8 +174,8 @@ class TemporalRecency(AppendOnly):
 
     name = "temporal-recency"
 
-    def __init__(self, *, top_k: int = 3, retrieval: str = "key") -> None:
-        super().__init__(top_k=top_k, retrieval=retrieval)
+    def __init__(self, *, top_k: int = 3, retrieval: str = "key", on_notify: str = "ignore") -> None:
+        super().__init__(top_k=top_k, retrieval=retrieval, on_notify=on_notify)
 
     def _rank(self, entries: list[ValueEntry]) -> list[ValueEntry]:
         return sorted(entries, key=lambda e: (-e.updated, -e.support))
@@ -185,13 +205,23 @@ class LastWriteWins(MemoryBase):
 
     Shows the first record of :class:`TemporalRecency` and :class:`ConflictAwareRecency`
     alone (see :class:`TemporalRecency` for why the three run identically under the
-    ``default``, ``ideal`` and ``never-explore`` readers)."""
+    ``default``, ``ideal`` and ``never-explore`` readers).
+
+    Args:
+        on_notify: ``"ignore"`` (default) or ``"clear"``: a change notification on a key
+            forgets its value, so the reader explores until a new value is asserted.
+    """
 
     name = "lww"
 
-    def __init__(self) -> None:
+    def __init__(self, *, on_notify: str = "ignore") -> None:
         super().__init__()
+        self.on_notify_action = check_on_notify(on_notify)
         self._reset()
+
+    def on_notify(self, key: str) -> None:
+        if self.on_notify_action == "clear":
+            self._current.pop(key, None)
 
     def _reset(self) -> None:
         self._current: dict[str, ValueEntry] = {}

@@ -38,6 +38,13 @@ class MemoryHooks:
       ``correct`` (``info["oracle"]["correct"]``), told before the memory is asked
       for it (diagnostic oracle methods only act on it: ``oracle-reset`` clears a key
       whose true value changed, ``oracle-view`` shows it).
+    * :meth:`on_notify`: the environment's change notification
+      (``info["notified"]``, :mod:`tepa_envs.core.notify`) is raised on the task now
+      presented, whose key is ``key``: with ``notify="known"`` its correct value changed
+      since the key was last presented; with ``"detected"`` a noisy detector says so.
+      Told after the step's evidence is written and before the memory is asked for
+      the task; a method uses it only through a named option (``on_notify``), off by
+      default.
     * :attr:`trial_budget_spent`: trials this memory ran since its last reset.
     """
 
@@ -49,6 +56,9 @@ class MemoryHooks:
 
     def on_oracle(self, key: str, correct: str) -> None:
         """The task now presented has ``key``, whose true value is ``correct``."""
+
+    def on_notify(self, key: str) -> None:
+        """The change notification is raised on the task now presented, whose key is ``key``."""
 
     @property
     def trial_budget_spent(self) -> int:

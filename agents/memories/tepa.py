@@ -58,6 +58,7 @@ from tepa_envs.core import (
     validate_evidence,
 )
 
+from tepa_envs.agents.memories.baselines import check_on_notify
 from tepa_envs.agents.memories.protocol import MemoryBase
 from tepa_envs.agents.memories.tepa_choices import TEPAChoices, resolve_choices
 
@@ -326,6 +327,17 @@ class TEPA(MemoryBase):
         theta_prop: supports before a value challenging a live precedent is proposed.
         revocation: ``False`` gives the NoRev ablation.
         top_k: at most this many active precedents are retrieved per key.
+        on_notify: what a change notification on a key
+            (:meth:`~tepa_envs.agents.memories.protocol.MemoryHooks.on_notify`, from an
+            environment's ``notify``) does: ``"ignore"`` (default: the reported
+            numbers), ``"demote"`` (the key's active precedents go back to
+            ``HYPOTHESIS``: not retrieved until a success of their value promotes
+            them again, while failures count against them as usual; soft, for a
+            detector with false alarms) or ``"revoke"`` (the key's live precedents
+            are revoked to the archive and its candidates dropped, so the next
+            asserted value is proposed as for a fresh key). Each transition is
+            logged with the reason ``"demoted on change notification"`` or
+            ``"revoked on change notification"``.
     """
 
     name = "tepa"
@@ -345,8 +357,9 @@ class TEPA(MemoryBase):
                  failed_candidate: str | None = None, assertions_in_window: bool | None = None,
                  window_seed: str | None = None, revoke_check: str | None = None,
                  tie_break: str | None = None, candidate_counting: str | None = None,
-                 revocation: bool = True, top_k: int = 3) -> None:
+                 revocation: bool = True, top_k: int = 3, on_notify: str = "ignore") -> None:
         # Everything is validated into locals first: a refused argument changes nothing.
+        on_notify = check_on_notify(on_notify, ON_NOTIFY)
         for prior_name, prior in (("alpha", alpha), ("beta", beta)):
             if not check_number(prior_name, prior) > 0:
                 raise ValueError(f"{prior_name} must be > 0, got {prior!r}")
@@ -369,6 +382,7 @@ class TEPA(MemoryBase):
         self.n_min, self.n_rec, self.theta_prop, self.top_k = counts
         self._theta_prop_fresh = choices.theta_prop_fresh
         self.revocation = revocation
+        self.on_notify_action = on_notify
         self._supersede = revocation and choices.assertion_supersedes
         self._window_conflicts = choices.window_outcomes == "support_and_conflict"
         self._window_assertions = choices.assertions_in_window
@@ -583,6 +597,23 @@ class TEPA(MemoryBase):
             code = self._audit.text_code(_reason_text(kind, a, b, self._params()))
         return self._reason(code)
 
+    def on_notify(self, key: str) -> None:
+        """A change notification on ``key`` (the ``on_notify`` option says what it does)."""
+        action = self.on_notify_action
+        if action == "ignore":
+            return
+        live = self._live.get(key)
+        t = self._last_t
+        if action == "revoke":
+            self._candidates.pop(key, None)
+            for precedent in list(live or ()):
+                self._revoke(live, precedent, t, self._reason(self._audit.text_code(_NOTIFY_REVOKED)))  # type: ignore[arg-type]
+            return
+        for precedent in live or ():
+            if precedent.state is ACTIVE:
+                precedent.state = HYPOTHESIS
+                self._audit.append(precedent.id, ACTIVE, HYPOTHESIS, t, self._audit.text_code(_NOTIFY_DEMOTED))
+
     # ---------------------------------------------------------------- lifecycle
     def _support(self, live: list[Precedent], key: str, value: str, t: int, in_window: bool) -> None:
         precedent = _find(live, value)
@@ -716,6 +747,12 @@ class TEPA(MemoryBase):
 
     def __len__(self) -> int:
         return len(self._by_id)
+
+
+ON_NOTIFY: tuple[str, ...] = ("ignore", "demote", "revoke")
+"""Values of TEPA's ``on_notify`` option."""
+_NOTIFY_DEMOTED = "demoted on change notification"
+_NOTIFY_REVOKED = "revoked on change notification"
 
 
 @lru_cache(maxsize=256)

@@ -129,15 +129,21 @@ class MemoryAgent:
 def write_step(memory: Memory, info: Mapping[str, Any], env: Any = None) -> None:
     """Feed a step's evidence into ``memory`` (``info["evidence"]``, or, for an
     ``info_schema="fixed"`` info, ``env``'s ``last_evidence``), then call its
-    ``on_phase_boundary`` hook when the task now presented starts a new phase and
-    its ``on_oracle`` hook with the presented key and its true value
-    (:func:`tell_oracle`)."""
+    ``on_phase_boundary`` hook when the task now presented starts a new phase, its
+    ``on_notify`` hook with the presented key when the environment's change
+    notification is raised (``info["notified"]``, present only with ``notify`` other
+    than ``"none"``), and its ``on_oracle`` hook with the presented key and its true
+    value (:func:`tell_oracle`)."""
     evidence = info.get("evidence", ())
     for item in evidence if isinstance(evidence, (list, tuple)) else evidence_of(info, env):
         memory.observe(item)
     oracle = info.get("oracle")
     if oracle and oracle.get("phase_changed"):
         hooks_of(memory).on_phase_boundary()
+    if info.get("notified"):
+        key = info.get("key")
+        if key and type(key) is str:
+            hooks_of(memory).on_notify(key)
     tell_oracle(memory, info)
 
 
