@@ -24,9 +24,9 @@ its checkpoints and at the end (per-task success and phase of every held-out
 episode), the time split and the library versions. Engines are named in
 :data:`ENGINES` by import path and loaded in the worker (:func:`load_engine`), so
 this module imports no learning library. ``"sb3"`` (``SB3Engine`` in
-``benchmarks/rl_study.py``) is the one built; it lives outside ``agents/`` because it
-wraps environments with :mod:`tepa_envs.wrappers`, which nothing under ``agents/``
-may import (``tests/test_layout.py``), so it runs from a checkout. An RLlib engine is
+:mod:`tepa_envs.wrappers.sb3_engine`) is the one built; it lives in the wrappers room
+because it wraps environments with :mod:`tepa_envs.wrappers`, which nothing under
+``agents/`` may import (``tests/test_layout.py``). An RLlib engine is
 a class with the same members (:class:`Engine`: ``name``, ``missing(agent)``,
 ``check(agent, env_id, env_kwargs)``, ``train(job)``) named in :data:`ENGINES`, or
 given to the study as an import path ``package.module:Class``; the study, the
@@ -46,7 +46,7 @@ FRAME_STACK = 4
 """Observations stacked by ``ppo-framestack``: the current one and the three before it."""
 ALGORITHMS: tuple[str, ...] = ("ppo", "recurrent-ppo")
 """Algorithms named without an import path."""
-ENGINES: dict[str, str] = {"sb3": "benchmarks/rl_study.py:SB3Engine"}
+ENGINES: dict[str, str] = {"sb3": "tepa_envs.wrappers.sb3_engine:SB3Engine"}
 """Engine name -> where its class lives: ``FILE.py:Class`` (a file of the checkout) or an
 import path ``package.module:Class`` (an ``"rllib"`` entry would go here)."""
 CHECKOUT = Path(__file__).resolve().parents[3]
