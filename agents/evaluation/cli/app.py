@@ -40,6 +40,7 @@ USAGE = """``tepa-bench``: evaluate memory methods on TEPA environments with pai
                      [--reader-profile NAME|FILE]
     tepa-bench calibrate [--reader local-lm|openai|simulated] [--reader-kwargs JSON] --decisions N --out PROFILE.toml
     tepa-bench readme RESULTS_DIR [--readme README.md]
+    tepa-bench rl [SPEC.toml] [--quick|--size quick|medium|default] [--workers K] [--out DIR] [--store DB]
     tepa-bench list
     tepa-bench clean [--dir DIR]
     tepa-bench --version
@@ -68,15 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
                             "recorded in the reader kwargs of results.json and of every cell identity "
                             "(default: the settings' reader, i.e. the 'default' profile)")
 
-    def common(p: argparse.ArgumentParser, default_seeds: int | None) -> None:
+    def common(p: argparse.ArgumentParser, default_seeds: int | None,
+               outputs: str = "results.json, results.csv, drift_metrics.csv, success.png") -> None:
         p.add_argument("--seeds", type=int, default=default_seeds,
                        help=(f"number of seeds (0..N-1), at most {MAX_SEEDS:,}" if default_seeds is not None else
                              "seeds before the precision rule extends them (default: the protocol's 1,000; "
                              f"at most {MAX_SEEDS:,})"))
         p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                        help="worker processes; results do not depend on it")
-        p.add_argument("--out", help="directory for results.json, results.csv, drift_metrics.csv, success.png and "
-                                    "manifest.json "
+        p.add_argument("--out", help=f"directory for {outputs} and manifest.json "
                                     "(written last: sha256 of every file; created if missing, checked before "
                                     "any work)")
         p.add_argument("--quiet", action="store_true", help="no progress bar; log lines on stderr")
@@ -88,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     reproduce = sub.add_parser("reproduce", help="run the benchmark protocol behind the README's tables")
     reproduce.add_argument("setting", help="one of: " + ", ".join(REPRODUCIBLE) + ", all")
-    common(reproduce, None)
+    common(reproduce, None, outputs="one subdirectory per setting (results.json, results.csv, drift_metrics.csv, "
+                                  "success.png, the side studies' JSON)")
     reproduce.add_argument("--quick", action="store_true",
                            help="a tiny protocol for smoke tests (20 seeds); its numbers are not headline numbers")
     reproduce.add_argument("--full", action="store_true",

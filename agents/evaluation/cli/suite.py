@@ -40,7 +40,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser, int | None], None]) -> None:
+def add_parser(sub: Any, common: Callable[..., None]) -> None:
     """Register ``tepa-bench suite`` on the CLI's subparsers (``common`` adds --seeds, --workers, ...)."""
     suite = sub.add_parser("suite", help="every registered method on every drift scenario, and a leaderboard")
     suite.add_argument("--methods", default="all",
@@ -48,7 +48,7 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser, int | None],
                             "default) for every registered method, e.g. 'all,mypkg.mem:MyMemory'")
     suite.add_argument("--scenarios", default="",
                        help="comma-separated scenario ids (default: all of " + ", ".join(SUITE_SCENARIOS) + ")")
-    common(suite, DEFAULT_SEEDS)
+    common(suite, DEFAULT_SEEDS, outputs="suite.json, leaderboard.md, metrics.md, heatmap.png (default results/suite)")
     suite.set_defaults(func=cmd_suite, out="results/suite")
 
 
