@@ -32,7 +32,8 @@ observation; sentinels ``0, "", "", -1, -1, ""`` when the step revealed none).
 ``oracle`` = ``{"phase": int, "phase_name": str, "phase_changed": bool, "correct": str}``
 (sentinel :data:`NO_ORACLE`, ``phase = -1``, once no task is presented: the
 terminal step). Environments add fixed keys of their own (documented on each:
-``forfeited`` on the task streams; ``answer``, ``qa_pair_id``, ``chain`` on
+``forfeited`` on the task streams, and ``notified`` on them when ``notify`` is
+not ``"none"``, :mod:`tepa_envs.core.notify`; ``answer``, ``qa_pair_id``, ``chain`` on
 FactConsolidation).
 
 ``info_schema="rich"`` (the variable view; the agent loop of
@@ -169,6 +170,11 @@ def evidence_of(info: Mapping[str, Any], env: Any = None) -> tuple[Evidence, ...
     return tuple(getter("last_evidence") if getter is not None else env.last_evidence)
 
 
+# None as np.where's fill value, as the 0-d object array numpy makes of it (numpy's stubs
+# refuse a bare None there; the result is the same object array)
+_NONE = np.array(None, dtype=object)
+
+
 def batched_step_info(rows: np.ndarray, *, key: np.ndarray, t: np.ndarray, success: np.ndarray | None,
                       stepped: np.ndarray | None, oracle_rows: np.ndarray, phase: np.ndarray,
                       phase_name: np.ndarray, phase_changed: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
@@ -176,7 +182,7 @@ def batched_step_info(rows: np.ndarray, *, key: np.ndarray, t: np.ndarray, succe
     Gymnasium's ``SyncVectorEnv`` batches :func:`step_info` dicts: each entry an
     array with a ``_name`` mask. ``context`` and ``evidence`` are not batched."""
     infos: dict[str, Any] = {
-        "key": np.where(rows, key, None), "_key": rows.copy(),
+        "key": np.where(rows, key, _NONE), "_key": rows.copy(),
         "t": np.where(rows, t, 0), "_t": rows.copy(),
     }
     if stepped is not None and success is not None and stepped.any():
@@ -185,9 +191,9 @@ def batched_step_info(rows: np.ndarray, *, key: np.ndarray, t: np.ndarray, succe
     if oracle_rows.any():
         infos["oracle"] = {
             "phase": np.where(oracle_rows, phase, 0), "_phase": oracle_rows.copy(),
-            "phase_name": np.where(oracle_rows, phase_name, None), "_phase_name": oracle_rows.copy(),
+            "phase_name": np.where(oracle_rows, phase_name, _NONE), "_phase_name": oracle_rows.copy(),
             "phase_changed": np.where(oracle_rows, phase_changed, False), "_phase_changed": oracle_rows.copy(),
-            "correct": np.where(oracle_rows, correct, None), "_correct": oracle_rows.copy(),
+            "correct": np.where(oracle_rows, correct, _NONE), "_correct": oracle_rows.copy(),
         }
         infos["_oracle"] = oracle_rows.copy()
     return infos
@@ -206,7 +212,7 @@ def batched_fixed_step_info(rows: np.ndarray, *, key: np.ndarray, t: np.ndarray,
     :data:`NO_ORACLE`). The free texts ``context`` and ``message`` are not batched."""
     def column(values: np.ndarray) -> np.ndarray:
         if values.dtype == object:
-            return np.where(rows, values, None)
+            return np.where(rows, values, _NONE)
         return np.where(rows, values, np.zeros((), dtype=values.dtype))
 
     def batch(fields: Mapping[str, np.ndarray]) -> dict[str, Any]:
