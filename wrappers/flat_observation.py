@@ -26,6 +26,7 @@ unchanged): the flat view is only what this wrapper returns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import gymnasium as gym
@@ -45,8 +46,12 @@ def _check(space: gym.Space) -> None:
             _check(sub)
     elif not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary,
                                 gym.spaces.Box)):
-        raise TypeError(f"FlatObservation has no flat encoding of {space}: it takes Discrete, MultiDiscrete, "
-                        "MultiBinary, Box and Dict/Tuple of them")
+        raise _no_encoding(space)
+
+
+def _no_encoding(space: gym.Space) -> TypeError:
+    return TypeError(f"FlatObservation has no flat encoding of {space}: it takes Discrete, MultiDiscrete, "
+                     "MultiBinary, Box and Dict/Tuple of them")
 
 
 def _bounds(space: gym.Space) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -61,7 +66,13 @@ def _bounds(space: gym.Space) -> tuple[list[np.ndarray], list[np.ndarray]]:
         return [np.zeros(n)], [np.ones(n)]
     if isinstance(space, gym.spaces.Box):
         return [np.asarray(space.low, dtype=np.float64).ravel()], [np.asarray(space.high, dtype=np.float64).ravel()]
-    subs = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
+    subs: Iterable[gym.Space]
+    if isinstance(space, gym.spaces.Dict):
+        subs = space.spaces.values()
+    elif isinstance(space, gym.spaces.Tuple):
+        subs = space.spaces
+    else:
+        raise _no_encoding(space)
     lows: list[np.ndarray] = []
     highs: list[np.ndarray] = []
     for sub in subs:
@@ -91,14 +102,16 @@ def _encode(space: gym.Space, batch: Any, rows: int) -> list[np.ndarray]:
         values = np.asarray(batch, dtype=np.int64).reshape(rows) - int(space.start)
         return [_one_hot(values, int(space.n))]
     if isinstance(space, gym.spaces.MultiDiscrete):
-        values = (np.asarray(batch, dtype=np.int64) - np.asarray(space.start, dtype=np.int64)).reshape(rows, -1)
+        columns = (np.asarray(batch, dtype=np.int64) - np.asarray(space.start, dtype=np.int64)).reshape(rows, -1)
         nvec = np.asarray(space.nvec, dtype=np.int64).ravel()
-        return [_one_hot(values[:, i], int(n)) for i, n in enumerate(nvec)]
+        return [_one_hot(columns[:, i], int(n)) for i, n in enumerate(nvec)]
     if isinstance(space, (gym.spaces.MultiBinary, gym.spaces.Box)):
         return [np.asarray(batch).reshape(rows, -1).astype(np.float32)]
     if isinstance(space, gym.spaces.Dict):
         return [part for name, sub in space.spaces.items() for part in _encode(sub, batch[name], rows)]
-    return [part for i, sub in enumerate(space.spaces) for part in _encode(sub, batch[i], rows)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [part for i, sub in enumerate(space.spaces) for part in _encode(sub, batch[i], rows)]
+    raise _no_encoding(space)
 
 
 def flatten_batch(space: gym.Space, batch: Any, rows: int) -> np.ndarray:

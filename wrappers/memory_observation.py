@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MethodType
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -86,8 +87,9 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
         self._to_action = task.to_action
         # The environment's own ValueActions.to_action (not overridden by a wrapper or a subclass):
         # values are looked up in its index directly.
-        is_value_actions = getattr(task.to_action, "__func__", None) is ValueActions.to_action
-        self._value_owner = task.to_action.__self__ if is_value_actions else None
+        method = task.to_action
+        owner = method.__self__ if isinstance(method, MethodType) and method.__func__ is ValueActions.to_action else None
+        self._value_owner = owner if isinstance(owner, ValueActions) else None
 
     @property
     def memory(self) -> Memory:

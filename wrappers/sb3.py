@@ -47,7 +47,9 @@ class SB3VecEnv(VecEnv):
 
     def reset(self) -> Any:
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
-        observations, _ = self.venv.reset(seed=seeds)
+        # a vector env takes a seed per sub-environment (SyncVectorEnv.reset's own annotation);
+        # VectorEnv.reset's annotation says int | None only
+        observations, _ = self.venv.reset(seed=seeds)  # type: ignore[arg-type]
         self._reset_seeds()
         self._reset_options()
         self.reset_infos = [{} for _ in range(self.num_envs)]
@@ -62,7 +64,7 @@ class SB3VecEnv(VecEnv):
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(truncations[i] and not terminations[i])}
                                        for i in range(self.num_envs)]
         if dones.any():
-            for i in np.flatnonzero(dones):
+            for i in np.flatnonzero(dones).tolist():
                 infos[i]["terminal_observation"] = _row(observations, i)
             fresh, _ = self.venv.reset(options={"reset_mask": dones})
             observations = _merge(observations, fresh, dones)
@@ -73,7 +75,7 @@ class SB3VecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
         if attr_name == "render_mode":
-            return [getattr(self.venv, "render_mode", None)] * len(self._get_indices(indices))
+            return [getattr(self.venv, "render_mode", None)] * len(list(self._get_indices(indices)))
         raise AttributeError(f"SB3VecEnv offers no per-environment attribute {attr_name!r}")
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
@@ -83,7 +85,7 @@ class SB3VecEnv(VecEnv):
         raise AttributeError(f"SB3VecEnv offers no per-environment method {method_name!r}")
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        return [False] * len(self._get_indices(indices))
+        return [False] * len(list(self._get_indices(indices)))
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [None] * self.num_envs

@@ -104,8 +104,10 @@ class MemoryObservationV(VectorWrapper):
                              "MemoryObservation for key noise")
         check_positive_int("count_cap", count_cap)
         super().__init__(env)
-        n_keys, n_tools_plus_one, _ = (int(n) for n in native.single_observation_space.nvec)
-        self.n_actions = int(native.single_action_space.n)
+        observations, actions = native.single_observation_space, native.single_action_space
+        assert isinstance(observations, gym.spaces.MultiDiscrete) and isinstance(actions, gym.spaces.Discrete)
+        n_keys, n_tools_plus_one, _ = (int(n) for n in observations.nvec)
+        self.n_actions = int(actions.n)
         self.count_cap = count_cap
         self._memory = make_batched_memory(memory, memory_kwargs or {}, env.num_envs, n_keys, self.n_actions)
         self.memory_name = memory
@@ -124,7 +126,9 @@ class MemoryObservationV(VectorWrapper):
     # -------------------------------------------------------------- gymnasium
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        observations, info = self.env.reset(seed=seed, options=options)
+        # a vector env takes a seed per sub-environment (SyncVectorEnv.reset's own annotation);
+        # VectorWrapper.reset's annotation says int | None only
+        observations, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
         mask = np.ones(self.num_envs, dtype=bool)
         if options is not None and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"], dtype=bool)
@@ -381,7 +385,7 @@ def _slots(entries: np.ndarray, n_values: int) -> np.ndarray:
 def _row_any(mask: np.ndarray) -> np.ndarray:
     """``mask.any(axis=1)``, faster for the few columns (values) of these memories."""
     if mask.shape[1] > 8:
-        return mask.any(axis=1)
+        return np.asarray(mask.any(axis=1))  # an array already (numpy's stubs allow a scalar)
     out = mask[:, 0].copy()
     for column in range(1, mask.shape[1]):
         out |= mask[:, column]

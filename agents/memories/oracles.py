@@ -55,6 +55,8 @@ class OracleReset(MemoryBase):
     """
 
     name = "oracle-reset"
+    _log: list[Evidence]
+    _truth: dict[str, str]
 
     def __init__(self, *, base: MemoryBase | None = None, scope: str = "key") -> None:
         super().__init__()
@@ -96,8 +98,8 @@ class OracleReset(MemoryBase):
         self.base.reset()
         self.boundaries_seen = 0
         self.keys_cleared = 0
-        self._log: list[Evidence] = []
-        self._truth: dict[str, str] = {}
+        self._log = []
+        self._truth = {}
 
 
 class OracleView(MemoryBase):

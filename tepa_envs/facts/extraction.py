@@ -130,10 +130,11 @@ def induce_facts(texts: Sequence[str], sample: int | None = SAMPLE) -> list[Indu
             heads.add(sentences[n][:len(sentences[n]) - len(filler[1])])
     facts: list[InducedFact | None] = []
     for n, frame in enumerate(chosen):
-        if frame is None or fillers[n] is None:
+        filler = fillers[n]
+        if frame is None or filler is None:
             facts.append(None)
             continue
-        (prefix, middle), (subject, obj) = frame, fillers[n]
+        (prefix, middle), (subject, obj) = frame, filler
         words = sentences[n]
         head_len = len(words) - len(obj)
         start = len(prefix) + len(subject) + 1

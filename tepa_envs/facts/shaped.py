@@ -25,6 +25,7 @@ way in every process).
 from __future__ import annotations
 
 import random
+from collections.abc import Set as AbstractSet
 
 from tepa_envs.facts.data import HEADER, LENGTHS, N_QUESTIONS, check_length, check_seed, source_name
 from tepa_envs.facts.templates import NAME_PATTERNS, SHAPED_RELATIONS
@@ -85,21 +86,29 @@ class _World:
                     return pick
         return self.new(kind)
 
-    def relation(self, kinds: tuple[int, ...], exclude: set[int] = frozenset()) -> int | None:
+    def relation(self, kinds: tuple[int, ...], exclude: AbstractSet[int] = frozenset()) -> int | None:
         options = [r for r in kinds if r not in exclude]
         if not options:
             return None
         return self.rng.choices(options, weights=[SHAPED_RELATIONS[r].weight for r in options])[0]
+
+    def any_relation(self) -> int:
+        """One relation drawn from all of them (none excluded, so there always is one)."""
+        relation = self.relation(tuple(range(len(SHAPED_RELATIONS))))
+        assert relation is not None
+        return relation
 
 
 def _chain(world: _World) -> tuple[int, tuple[tuple[int, int], ...]] | None:
     """A chain of ``hops`` keys following the newest values, as (anchor, keys)."""
     rng = world.rng
     hops = rng.choices(HOPS, weights=HOP_PROBS)[0]
-    relation = world.relation(tuple(range(len(SHAPED_RELATIONS))))
+    relation = world.any_relation()
     rel = SHAPED_RELATIONS[relation]
     anchor = world.entity(rel.subject, set())
-    subject, keys, seen, added = anchor, [], {anchor}, []
+    subject, seen = anchor, {anchor}
+    keys: list[tuple[int, int]] = []
+    added: list[tuple[int, int]] = []
     for hop in range(hops):
         key = (subject, relation)
         if key not in world.values:
@@ -134,7 +143,7 @@ def generate_shaped(length: str = "6k", seed: int = 0) -> dict[str, dict]:
         if chain is not None and chain not in chains:
             chains.append(chain)
     while len(world.values) < n_keys:  # random facts up to the length
-        relation = world.relation(tuple(range(len(SHAPED_RELATIONS))))
+        relation = world.any_relation()
         rel = SHAPED_RELATIONS[relation]
         subject = world.entity(rel.subject, set())
         if (subject, relation) not in world.values:
@@ -170,12 +179,12 @@ def generate_shaped(length: str = "6k", seed: int = 0) -> dict[str, dict]:
     sh = [(_pick(rng, SHAPED_RELATIONS[r].questions).format(s=world.names[s]), world.values[(s, r)][-1])
           for s, r in sh_keys]
     mh = []
-    for anchor, chain in chains:
+    for anchor, chain_keys in chains:
         phrase = world.names[anchor]
-        for _, relation in chain[:-1]:
+        for _, relation in chain_keys[:-1]:
             phrase = _pick(rng, SHAPED_RELATIONS[relation].phrases).format(s=phrase)
-        final = _pick(rng, SHAPED_RELATIONS[chain[-1][1]].finals).format(x=phrase)
-        mh.append((final[0].upper() + final[1:], world.values[chain[-1]][-1]))
+        final = _pick(rng, SHAPED_RELATIONS[chain_keys[-1][1]].finals).format(x=phrase)
+        mh.append((final[0].upper() + final[1:], world.values[chain_keys[-1]][-1]))
     records = {}
     for split, qa in (("sh", sh), ("mh", mh)):
         source = source_name(split, length)

@@ -166,8 +166,9 @@ def episode_metrics(trace: EpisodeTrace, *, recovery_level: float = RECOVERY_LEV
     losses = 0
     previous: dict[str, int] = {}
     for t, k in enumerate(keys):
-        p = previous.get(k)
-        if p is not None and correct[p] == correct[t] and shown[p] == correct[p] and shown[t] != correct[t]:
+        before = previous.get(k)
+        if (before is not None and correct[before] == correct[t] and shown[before] == correct[before]
+                and shown[t] != correct[t]):
             losses += 1
         previous[k] = t
     if trace.revocations is None:

@@ -92,8 +92,11 @@ def analyse(per_seed: dict[tuple[str, str, str], np.ndarray], infos: Sequence[Sc
         success = {m: {p: {"mean": estimates[info.env_id, m, p].mean, "ci_low": estimates[info.env_id, m, p].ci_low,
                            "ci_high": estimates[info.env_id, m, p].ci_high} for p in phases} for m in methods}
         best = max(contenders, key=lambda m: success[m][OVERALL]["mean"]) if contenders else None
-        within = [m for m in contenders if m != best and versus(info.env_id, m, best)["ci_high"] >= 0.0]
-        not_worse = [m for m in contenders if m != best and not versus(info.env_id, m, best)["significant"]]
+        within: list[str] = []
+        not_worse: list[str] = []
+        if best is not None:
+            within = [m for m in contenders if m != best and versus(info.env_id, m, best)["ci_high"] >= 0.0]
+            not_worse = [m for m in contenders if m != best and not versus(info.env_id, m, best)["significant"]]
         below = {m: [c["phase"] for c in comparisons if c["kind"] == "reversal" and c["env_id"] == info.env_id
                      and c["method"] == m and c["significant"] and c["diff"] < 0] for m in contenders}
         scenarios_out.append({

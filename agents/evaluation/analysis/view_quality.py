@@ -161,18 +161,21 @@ def pool_view_metrics(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 if share is not None:
                     kept.setdefault(name, {}).setdefault(level, 0.0)
                     kept[name][level] += share * row[f"refuted_{level}"]
+    rows: dict[str, dict[str, float | None]] = {}
     for name, pooled in phases.items():
         for kind in VIEW_KINDS:
             pooled[f"{kind}_share"] = pooled[f"{kind}_share"] / pooled["n"] if pooled["n"] else 0.0
+        finished: dict[str, float | None] = dict(pooled)
         for level in PERSISTENCE_LEVELS:
             exposed = pooled[f"refuted_{level}"]
-            pooled[f"persistence_{level}"] = kept[name][level] / exposed if exposed else None
+            finished[f"persistence_{level}"] = kept[name][level] / exposed if exposed else None
+        rows[name] = finished
     means = [e["uses_to_correct_view"]["mean"] for e in episodes]
     detected = [e["changes"] - e["uses_to_correct_view"]["never"] for e in episodes]
     total_detected = sum(detected)
     mean = (sum(m * d for m, d in zip(means, detected) if m is not None) / total_detected
             if total_detected else None)
-    return {"phases": phases, "changes": sum(e["changes"] for e in episodes),
+    return {"phases": rows, "changes": sum(e["changes"] for e in episodes),
             "uses_to_correct_view": {"mean": mean, "never": sum(e["uses_to_correct_view"]["never"]
                                                                for e in episodes)}}
 
