@@ -9,7 +9,7 @@ from typing import Any, Callable
 from tepa_envs.agents.evaluation.cli.arguments import UsageError, log, output_dir, parse_methods, reader_profile_kwargs
 from tepa_envs.agents.evaluation.engine.progress import progress_factory
 from tepa_envs.agents.evaluation.engine.validate import validate_methods
-from tepa_envs.agents.evaluation.outputs.leaderboard import leaderboard_markdown, write_suite
+from tepa_envs.agents.evaluation.outputs.leaderboard import format_suite, write_suite
 from tepa_envs.agents.evaluation.studies.suite import DEFAULT_SEEDS, SUITE_SCENARIOS, run_suite
 
 
@@ -34,9 +34,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
                          progress=bar, reader_kwargs=reader_profile_kwargs(args))
     elapsed = time.perf_counter() - started
     write_suite(data, out, elapsed_s=elapsed)
-    print(leaderboard_markdown(data))
-    print(f"wrote {out}/suite.json, leaderboard.md, heatmap.png, manifest.json in {elapsed:.0f}s; "
-          f"`tepa-bench readme {out.parent}` puts the leaderboard in the README")
+    print(format_suite(data))
+    print(f"\nwrote {out}/ in {elapsed:.0f}s: suite.json, leaderboard.md (the full leaderboard: pairs,\n"
+          "reversal phases, what each memory showed), metrics.md, heatmap.png, manifest.json\n"
+          "what they hold: docs/results/leaderboard.md (the documentation site)\n"
+          f"`tepa-bench readme {out.parent}` puts the leaderboard into the docs pages")
     return 0
 
 

@@ -19,7 +19,7 @@ from tepa_envs.agents.evaluation.outputs.drift_tables import metrics_markdown
 from tepa_envs.agents.evaluation.outputs.files import begin_run, write_figure_atomic, write_json_atomic
 from tepa_envs.agents.evaluation.outputs.files import write_manifest, write_text_atomic
 from tepa_envs.agents.evaluation.outputs.report import ceil_2sig
-from tepa_envs.agents.evaluation.outputs.tables import markdown_table
+from tepa_envs.agents.evaluation.outputs.tables import markdown_table, terminal_table
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -106,6 +106,26 @@ def _view_cell(metrics: dict[str, Any]) -> str:
     return f"{_f(row['correct_share'], 2)} · {keeps}"
 
 
+def format_suite(data: dict[str, Any]) -> str:
+    """The leaderboard for the terminal, no line over 100 columns: the rank table and overall
+    success per scenario (the full leaderboard is ``leaderboard.md``)."""
+    scenarios, oracles = data["scenarios"], set(data["oracles"])
+    ranks = data["ranks"]
+    contenders = [m for m in data["methods"] if m not in oracles]
+    ordered = sorted(contenders, key=lambda m: (ranks[m]["mean_rank"], contenders.index(m)))
+    rank_rows = [[m, f"{_f(ranks[m]['mean_rank'], 2)} [{_f(ranks[m]['ci_low'], 2)}, {_f(ranks[m]['ci_high'], 2)}]",
+                  f"{sum(s['best'] == m or m in s['within_ci_of_best'] for s in scenarios)}/{len(scenarios)}"]
+                 for m in ordered]
+    success_rows = [[m + (" (oracle)" if m in oracles else "")]
+                    + [_f(s["success"][m][OVERALL]["mean"]) + ("*" if s["best"] == m else "") for s in scenarios]
+                    for m in data["methods"]]
+    return "\n\n".join([
+        f"rank over {len(scenarios)} scenarios (non-oracle; 1 = best overall success; 95 % bootstrap CI)",
+        terminal_table(["method", "mean rank [95% CI]", "best or within CI"], rank_rows),
+        f"overall success per scenario ({len(data['seeds'])} seeds; *: best non-oracle)",
+        terminal_table(["method", *(s["short"] for s in scenarios)], success_rows)])
+
+
 def plot_heatmap(data: dict[str, Any], path: Path) -> None:
     """Overall success, methods × scenarios, annotated; the best non-oracle per scenario boxed."""
     import matplotlib
@@ -156,4 +176,4 @@ def readme_metrics(directory: Path) -> str:
     return metrics_markdown(json.loads((Path(directory) / "suite.json").read_text()))
 
 
-__all__ = ["leaderboard_markdown", "plot_heatmap", "readme_metrics", "readme_table", "write_suite"]
+__all__ = ["format_suite", "leaderboard_markdown", "plot_heatmap", "readme_metrics", "readme_table", "write_suite"]

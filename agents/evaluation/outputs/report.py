@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -16,6 +17,7 @@ from tepa_envs.agents.evaluation.analysis.results import Summary
 from tepa_envs.agents.evaluation.analysis.statistics import EXACT_MAX_SEEDS, smallest_p_value
 from tepa_envs.agents.evaluation.outputs.drift_tables import METRICS_HEADER, metrics_cells
 from tepa_envs.agents.evaluation.outputs.files import write_figure_atomic, write_text_atomic
+from tepa_envs.agents.evaluation.outputs.tables import TERMINAL_WIDTH, terminal_table
 
 SHORT = {"stable": "stable", "light_drift": "light", "full_reversal": "reversal",
          "partial_return": "return", "overall": "overall"}
@@ -52,21 +54,17 @@ def format_table(results: Summary, setting: Setting | None = None) -> str:
     focus = setting.focus_phase if setting else "full_reversal"
     if focus not in phases:
         focus = "overall"
-    header = f"{'method':<24}" + "".join(f"{SHORT.get(p, p):>22}" for p in phases)
-    header += f"{'MPI(' + SHORT.get(focus, focus) + ')':>15}"
-    if setting:
-        header += f"{'paper ' + SHORT.get(focus, focus):>17}"
-    lines = [header, "-" * len(header)]
+    header = ["method", *(SHORT.get(p, p) for p in phases), f"MPI({SHORT.get(focus, focus)})"]
+    header += [f"paper {SHORT.get(focus, focus)}"] if setting else []
+    rows = []
     for method in results.methods:
         row = results.estimates[method]
-        line = f"{method:<24}"
-        for phase in phases:
-            cell = row[phase]
-            line += f"{_fmt(cell.mean):>8} [{_fmt(cell.ci_low)},{_fmt(cell.ci_high)}]"
-        line += f"{_fmt(row[focus].mpi, 3):>15}"
+        cells = [method] + [f"{_fmt(row[p].mean)} [{_fmt(row[p].ci_low)},{_fmt(row[p].ci_high)}]" for p in phases]
+        cells.append(_fmt(row[focus].mpi, 3))
         if setting:
-            line += f"{_fmt(setting.paper.get(method, {}).get(focus)):>17}"
-        lines.append(line)
+            cells.append(_fmt(setting.paper.get(method, {}).get(focus)))
+        rows.append(cells)
+    lines = [terminal_table(header, rows)]
     lines.append("")
     lines.append(format_comparisons(results, setting, focus))
     trials = {m: t for m, t in results.trials_per_episode.items() if t.get("total")}
@@ -99,18 +97,20 @@ def describe_tests(results: Summary) -> list[str]:
 
 
 def format_comparisons(results: Summary, setting: Setting | None, focus: str) -> str:
-    lines = describe_tests(results)
-    lines.append(f"{'method':<24}{'baseline':<14}{'phase':<10}{'diff [95% CI]':>26}{'p_holm':>12}{'sig':>5}"
-                 f"{'paper':>24}")
+    lines = [part for line in describe_tests(results) for part in textwrap.wrap(line, TERMINAL_WIDTH)]
+    header = ["method", "baseline", "phase", "diff [95% CI]", "p_holm", "sig"]
+    with_paper = setting is not None and bool(setting.paper_diffs)
+    rows = []
     for c in results.comparisons:
         paper = setting.paper_diffs.get((c.method, c.baseline, c.phase)) if setting else None
         if c.phase != focus and paper is None:
             continue
-        paper_text = f"{paper[0]:+.3f} [{paper[1]:.3f},{paper[2]:.3f}]" if paper else "—"
-        diff = f"{c.diff:+.3f} [{c.ci_low:+.3f},{c.ci_high:+.3f}]"
-        lines.append(f"{c.method:<24}{c.baseline:<14}{SHORT.get(c.phase, c.phase):<10}"
-                     f"{diff:>26}{format_p(c.p_holm, c.p_at_floor):>12}{'*' if c.significant else '':>5}"
-                     f"{paper_text:>24}")
+        cells = [c.method, c.baseline, SHORT.get(c.phase, c.phase), f"{c.diff:+.3f} [{c.ci_low:+.3f},{c.ci_high:+.3f}]",
+                 format_p(c.p_holm, c.p_at_floor), "*" if c.significant else ""]
+        if with_paper:
+            cells.append(f"{paper[0]:+.3f} [{paper[1]:.3f},{paper[2]:.3f}]" if paper else "—")
+        rows.append(cells)
+    lines.append(terminal_table(header + (["paper"] if with_paper else []), rows))
     return "\n".join(lines)
 
 
@@ -124,16 +124,11 @@ def format_drift_table(results: Summary) -> str:
     if not metrics:
         return ("drift metrics: none recorded (they need every task keyed with the environment's correct value, "
                 "which TEPA/FactConsolidation-v0 lacks; a store written before they were recorded has none)")
-    rows = [list(METRICS_HEADER)] + [[m, *metrics_cells(metrics[m])] for m in results.methods if m in metrics]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(METRICS_HEADER))]
-    widths[0] = max(widths[0], 23)
-    lines = [f"drift metrics, pooled over {len(results.seeds)} seeds (definitions: "
-             "tepa_envs/agents/evaluation/analysis/drift_metrics.py; delay and recovery in tasks; per 1k: per 1,000 tasks; "
-             "regret: tasks per episode not choosing the correct value)"]
-    for i, row in enumerate(rows):
-        lines.append(f"{row[0]:<{widths[0]}}" + "".join(f"  {cell:>{w}}" for cell, w in zip(row[1:], widths[1:])))
-        if i == 0:
-            lines.append("-" * len(lines[-1]))
+    rows = [[m, *metrics_cells(metrics[m])] for m in results.methods if m in metrics]
+    lines = [f"drift metrics, pooled over {len(results.seeds)} seeds (definitions:",
+             "tepa_envs/agents/evaluation/analysis/drift_metrics.py; delay and recovery in tasks; per 1k: per",
+             "1,000 tasks; regret: tasks per episode not choosing the correct value)",
+             terminal_table(METRICS_HEADER, rows)]
     missing = [m for m in results.methods if m not in metrics]
     if missing:
         lines.append(f"no drift metrics for: {', '.join(missing)} (not recorded for all of their episodes)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from tepa_envs.agents.evaluation.analysis.results import Summary
-from tepa_envs.agents.evaluation.outputs.tables import markdown_table
+from tepa_envs.agents.evaluation.outputs.tables import markdown_table, terminal_table
 
 VIEW_HEADER: tuple[str, ...] = ("method", "view acc.", "stale", "empty", "buried", "keeps refuted 1/2+",
                                 "uses to fix", "never")
@@ -39,17 +39,12 @@ def format_view_table(results: Summary, phase: str = "overall") -> str:
     views = views_of(results)
     if not views:
         return "view metrics: none recorded"
-    rows = [list(VIEW_HEADER)] + [[m, *view_cells(views[m], phase)] for m in results.methods if m in views]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(VIEW_HEADER))]
+    rows = [[m, *view_cells(views[m], phase)] for m in results.methods if m in views]
     lines = [f"what the memory showed, scored without a reader ({phase}, {len(results.seeds)} seeds; "
              "analysis/view_quality.py)",
              "view acc.: correct value first; keeps refuted: a stale value first after 1 / 2+ failures",
              "since it last worked; uses to fix: presentations of a changed key before its first correct",
-             "view; never: changes never shown correctly"]
-    for i, row in enumerate(rows):
-        lines.append(f"{row[0]:<{widths[0]}}" + "".join(f"  {cell:>{w}}" for cell, w in zip(row[1:], widths[1:])))
-        if i == 0:
-            lines.append("-" * len(lines[-1]))
+             "view; never: changes never shown correctly", terminal_table(VIEW_HEADER, rows)]
     return "\n".join(lines)
 
 

@@ -125,3 +125,14 @@ def test_methods_all_expands_to_every_shipped_method_plus_user_methods(tmp_path)
                  "--seeds", "1", "--workers", "1", "--out", str(out), "--quiet", "--env-kwargs", SMALL]) == 0
     methods = json.loads((out / "results.json").read_text())["methods"]
     assert methods == [*METHOD_NAMES, "tepa_envs.agents.memories.tepa:TEPANoRev"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "TEPA/RegimeDrift-v0", "--methods", "all", "--seeds", "2", "--workers", "1"],
+    ["suite", "--seeds", "2", "--workers", "1", "--scenarios", "TEPA/RegimeDrift-v0,TEPA/RegimeDrift-Poisson-v0"],
+])
+def test_terminal_output_fits_100_columns(argv, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 20
+    assert max(len(line) for line in lines if str(tmp_path) not in line) <= 100  # a path is as long as it is
