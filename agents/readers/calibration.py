@@ -209,7 +209,9 @@ def fit_profile(answers: Mapping[str, Sequence[tuple[Decision, str]]], *, name: 
     position = modal_position(answers.get("empty", ()))
     values = {e.parameter: e.estimate for e in estimates.values()}
     return ReaderProfile(
-        name, **values, empty_fallback="default",
+        name, follow_plain=values["follow_plain"], follow_validity=values["follow_validity"],
+        follow_conflict=values["follow_conflict"], stated_prob=values["stated_prob"],
+        empty_explore_prob=values["empty_explore_prob"], empty_fallback="default",
         source=f"{source}; with nothing shown its most frequent option is position {position}",
         intervals={e.parameter: (e.low, e.high) for e in estimates.values()},
         counts={e.parameter: e.n for e in estimates.values()})

@@ -231,7 +231,7 @@ class _Connection(http.client.HTTPConnection):
         if self._tls is not None:
             self._raw.settimeout(_time_left(self._deadline, self._timeout))  # bounds the whole handshake
             self._raw = self._tls.wrap_socket(self._raw, server_hostname=self.host)
-        self.sock = _DeadlineSocket(self._raw, self._deadline, self._timeout)  # type: ignore[assignment]
+        self.sock = _DeadlineSocket(self._raw, self._deadline, self._timeout)
 
     def release(self) -> None:
         """Close the connection and its socket (``http.client`` only closes the wrapper)."""

@@ -41,13 +41,14 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tepa_envs.core import check_int
+from tepa_envs.core import Record, check_int
 
 from tepa_envs.agents.readers.lm_base import LMReader, LMReaderError
 from tepa_envs.agents.readers.lm_cache import CachedDecision, DecisionCache, cache_home
@@ -358,7 +359,7 @@ class LocalLMReader(LMReader):
         entropy = [self.seed] if episode_seed is None else [self.seed, episode_seed]
         self.rng = np.random.default_rng(entropy)
 
-    def choose(self, records, choices, stated=None):  # type: ignore[no-untyped-def]
+    def choose(self, records: Sequence[Record], choices: Sequence[str], stated: str | None = None) -> str:
         self._draw = float(self.rng.random())  # one draw per decision, whatever the memory shows
         return super().choose(records, choices, stated)
 

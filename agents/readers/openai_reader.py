@@ -106,18 +106,19 @@ class Budget:
         self._lock = threading.Lock()
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            with self._db() as conn:
+            with self._db(path) as conn:
                 conn.execute("CREATE TABLE IF NOT EXISTS spent (id INTEGER PRIMARY KEY CHECK (id = 0), "
                              "calls INTEGER NOT NULL, tokens INTEGER NOT NULL)")
                 conn.execute("INSERT OR IGNORE INTO spent VALUES (0, 0, 0)")
 
-    def _db(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=60.0, isolation_level="IMMEDIATE")
+    @staticmethod
+    def _db(path: str) -> sqlite3.Connection:
+        return sqlite3.connect(path, timeout=60.0, isolation_level="IMMEDIATE")
 
     def spent(self) -> tuple[int, int]:
         if self.path is None:
             return self.calls, self.tokens
-        with self._db() as conn:
+        with self._db(self.path) as conn:
             calls, tokens = conn.execute("SELECT calls, tokens FROM spent").fetchone()
         return int(calls), int(tokens)
 
@@ -128,7 +129,7 @@ class Budget:
                 self._check(self.calls, self.tokens)
                 self.calls += 1
                 return
-            conn = self._db()
+            conn = self._db(self.path)
             try:
                 with conn:  # one IMMEDIATE transaction: check and count atomically across processes
                     calls, tokens = conn.execute("SELECT calls, tokens FROM spent").fetchone()
@@ -142,7 +143,7 @@ class Budget:
             if self.path is None:
                 self.tokens += n
                 return
-            conn = self._db()
+            conn = self._db(self.path)
             try:
                 with conn:
                     conn.execute("UPDATE spent SET tokens = tokens + ?", (n,))

@@ -286,7 +286,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         self._last_line = ""
         self._last_evidence = ()
         self._outcomes.clear()
-        self._known: tuple[int, tuple[str, ...]] = (-1, ())
+        self._known = (-1, ())
         if self.render_mode == "human":
             _print(f"{type(self).__name__}: {len(self.data.facts)} facts in {self._n_chunks} chunks, "
                    f"{len(self.data.questions)} questions\n")

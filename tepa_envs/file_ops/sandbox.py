@@ -50,6 +50,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import os
 import re
@@ -571,7 +572,7 @@ class Sandbox:
             os.close(parent_fd)
         return paths.read_capped(path, fd, self.max_file_bytes, self._dev)
 
-    def _list(self, path: PathArg) -> list[str]:
+    def _list(self, path: PathArg) -> builtins.list[str]:  # list: the method Sandbox.list here
         parts = paths.split_path(path, allow_root=True)
         fd = paths.open_dir(path, self._require_open(path), parts, self._dev)
         try:

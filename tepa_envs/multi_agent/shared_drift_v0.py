@@ -156,7 +156,7 @@ class SharedDriftParallelEnv(ValueActions, ParallelEnv):
         stride = keys_per_agent - shared_keys
         self.n_keys = n_agents * stride
         self.keys = key_names(self.n_keys)
-        self._set_values(f"tool_{i}" for i in range(n_tools))
+        self._set_values(tuple(f"tool_{i}" for i in range(n_tools)))
         self._key_index = {k: i for i, k in enumerate(self.keys)}
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.agent_keys = np.array([[(i * stride + j) % self.n_keys for j in range(keys_per_agent)]

@@ -216,7 +216,7 @@ def remove_stale_temp_files(directory: Path) -> list[str]:
     """Remove the hidden temporary files of :func:`write_bytes_atomic` and
     :func:`prepare_output_dir` in ``directory`` (left by a killed run; only call this
     while holding the directory's lock); the names removed."""
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(directory))
     except OSError:

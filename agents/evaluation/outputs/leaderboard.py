@@ -160,7 +160,7 @@ def write_suite(data: dict[str, Any], out: Path, *, elapsed_s: float | None = No
     write_text_atomic(out / "metrics.md", metrics_markdown(data))
     plot_heatmap(data, out / "heatmap.png")
     files = ["suite.json", "leaderboard.md", "metrics.md", "heatmap.png"]
-    extra = {} if elapsed_s is None else {"elapsed_s": round(elapsed_s, 1)}
+    extra: dict[str, Any] = {} if elapsed_s is None else {"elapsed_s": round(elapsed_s, 1)}
     write_manifest(out, files, seeds=data["seeds"], methods=data["methods"], setting="suite",
                    scenarios=[s["env_id"] for s in data["scenarios"]], alpha=data["alpha"], **extra)
     return files

@@ -305,7 +305,7 @@ def update_readme(readme: Path, results_dir: Path) -> list[str]:
     files = markdown_files(readme.parent, readme)
     present = {name: body for path in files for name, body in blocks(path.read_text(encoding="utf-8")).items()}
     if "findings" in generated and "findings" in present:
-        settings = {name for name in ("controlled", "executable", "preference") if name in generated}
+        settings: set[str] = {name for name in ("controlled", "executable", "preference") if name in generated}
         studies = ({"controlled"} if {"key-noise", "n-keys"} & set(generated) else set()) | (
             {"preference"} if "main-profile-share" in generated else set())
         generated["findings"] = merge_rows(present["findings"], generated["findings"],

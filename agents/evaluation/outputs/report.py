@@ -8,7 +8,7 @@ import json
 import math
 import textwrap
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -236,12 +236,16 @@ def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
 
     phase_of_task = np.asarray(results.phase_of_task)
     n_seeds = len(results.seeds)
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
     kernel = np.ones(window) / window
-    colours = plt.get_cmap("tab20").colors
+    palette = plt.get_cmap("tab20")
+    assert isinstance(palette, ListedColormap)  # tab20 is a listed colour map
+    # its .colors is the list of RGB tuples it was made from (matplotlib's stubs: any ArrayLike)
+    colours = cast("Sequence[Any]", palette.colors)
     styles = ("-", "--", "-.", ":")
     for i, method in enumerate(results.methods):
         mean = np.asarray(results.per_task_success[method], dtype=float)
