@@ -288,8 +288,9 @@ def _methods(where: str, value: Any) -> list[str | MethodSpec]:
             methods.append(item)
         elif isinstance(item, dict):
             _check_keys(f"{where} entry", item, {"label", "spec", "kwargs"})
+            spec: Any = item.get("spec")  # the file's value, unchecked here: MethodSpec refuses a non-str
             try:
-                methods.append(MethodSpec(item.get("label", ""), item.get("spec"), dict(item.get("kwargs", {}))))
+                methods.append(MethodSpec(item.get("label", ""), spec, dict(item.get("kwargs", {}))))
             except TypeError as exc:
                 raise SpecError(f"{where}: {exc}") from None
         else:

@@ -681,7 +681,9 @@ class Store:
             "INSERT INTO sweeps (started_utc, name, command, spec, statistics) VALUES (?, ?, ?, ?, ?)",
             (started, spec.name, json.dumps(list(command)), json.dumps(spec.to_json()),
              json.dumps(spec.statistics.to_json())))
-        return int(cursor.lastrowid)
+        sweep_id = cursor.lastrowid
+        assert sweep_id is not None  # set by the INSERT
+        return sweep_id
 
     def code_version(self) -> str:
         """The ``code_version`` written with this process's episodes."""

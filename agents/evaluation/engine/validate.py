@@ -24,7 +24,10 @@ def check_env_id(env_id: str) -> None:
 
 def env_kwarg_names(env_id: str) -> list[str]:
     """Keyword arguments the environment's constructor accepts."""
-    creator = load_env_creator(gym.spec(env_id).entry_point)
+    entry_point = gym.spec(env_id).entry_point
+    if entry_point is None:
+        raise ValueError(f"environment {env_id!r} is registered without an entry point")
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
     return [name for name, p in inspect.signature(creator).parameters.items()
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "self"]
 

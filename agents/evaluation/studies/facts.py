@@ -60,6 +60,7 @@ from tepa_envs.agents.readers.local_lm import DEFAULT_MODEL, check_runtime, loca
 from tepa_envs.agents.readers.questions import words_of
 from tepa_envs.agents.readers.reading import QUESTION_READERS
 from tepa_envs.facts.data import LENGTHS, SPLITS, check_length, check_seed, check_split
+from tepa_envs.facts.env import FactConsolidationEnv
 from tepa_envs.facts.loader import find_official
 from tepa_envs.facts.metric import normalize_answer
 
@@ -199,9 +200,11 @@ def _job(job: tuple[str, str, str, str | None, str | MethodSpec, int, str]) -> d
     env = gym.make(ENV_ID, **kwargs)
     try:
         questions = run_questions(env, method, seed, reader)
-        coverage = env.unwrapped.coverage()
+        native = _facts_env(env)
+        coverage = native.coverage()
         breakdown = diagnose(env, questions)
-        n_facts = len(env.unwrapped.data.facts)
+        assert native.data is not None  # set by the episode's reset
+        n_facts = len(native.data.facts)
     finally:
         env.close()
     for row, kind in zip(questions, breakdown["per_question"]):
@@ -275,9 +278,9 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
     for source in sources:
         for split in splits:
             for length in lengths:
-                path = official_file(folder, split, length) if source == "real" else None
-                if source == "synthetic" or path is not None:
-                    cells.append((source, split, length, None if path is None else str(path)))
+                found = official_file(folder, split, length) if source == "real" else None
+                if source == "synthetic" or found is not None:
+                    cells.append((source, split, length, None if found is None else str(found)))
     jobs = [(source, split, length, path, method, seed, reader) for source, split, length, path in cells
             for reader in readers for method in methods]
     outputs = run_jobs(jobs, _job, workers, progress, describe=_describe)
@@ -296,6 +299,14 @@ def reproduce_facts(methods: Sequence[str | MethodSpec] | None = None,
 
 
 # ------------------------------------------------------------------ where chains break
+def _facts_env(env: gym.Env) -> FactConsolidationEnv:
+    """The FactConsolidation environment under ``env``'s wrappers."""
+    native = env.unwrapped
+    if not isinstance(native, FactConsolidationEnv):
+        raise TypeError(f"env must be a FactConsolidation environment, got {type(native).__name__}")
+    return native
+
+
 def diagnose(env: gym.Env, questions: Sequence[dict[str, Any]], max_hops: int = 4) -> dict[str, Any]:
     """Sort one run's questions (:func:`run_questions`) by where the chain broke.
 
@@ -311,7 +322,10 @@ def diagnose(env: gym.Env, questions: Sequence[dict[str, Any]], max_hops: int = 
     edits of many MQuAKE cases into one list, so a gold answer sometimes follows
     a fact that a later one overrides). Returns ``{counts, per_question}``.
     """
-    data = env.unwrapped.data if env.unwrapped.data is not None else env.unwrapped._loaded
+    native = _facts_env(env)
+    data = native.data if native.data is not None else native._loaded
+    if data is None:
+        raise ValueError("diagnose reads an episode's record: reset the environment first")
     versions: dict[str, list[str]] = {}
     for evidence in data.evidence:
         if evidence is not None:
@@ -351,9 +365,9 @@ def _reach(anchor: tuple[str, ...], gold: list[str], versions: dict[str, list[st
         return any(g and g in normal for g in gold)
 
     newest: set[tuple[str, ...]] = set()
-    frontier = [(anchor, ())]
+    frontier: list[tuple[tuple[str, ...], tuple[str, ...]]] = [(anchor, ())]
     for _ in range(max_hops):
-        grown = []
+        grown: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for entity, path in frontier:
             for key in about.get(entity, ()):
                 value = versions[key][-1]

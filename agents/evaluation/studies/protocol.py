@@ -204,7 +204,7 @@ def robustness(env_id: str, methods: Sequence[str], protocol: Protocol, focus: i
     grid = [{"follow_prob": f, "stated_prob": s} for f in protocol.follow_probs
             for s in (protocol.stated_probs if vary_stated else (None,))]
     base = dict(reader_kwargs or {})
-    rows = []
+    rows: list[dict[str, Any]] = []
     for point in grid:
         reader_kwargs = {**base, **{k: v for k, v in point.items() if v is not None}}
         evaluation = evaluate(env_id, methods, range(protocol.robustness_seeds), env_kwargs=env_kwargs,

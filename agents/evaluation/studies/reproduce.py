@@ -270,7 +270,7 @@ def stated(protocol: Protocol, workers: int, progress: Progress | None = None,
     each cell's ranking's Kendall tau against the default cell's."""
     seeds = _robustness_protocol(protocol, "TEPA/PreferenceStream-v0").robustness_seeds
     default = (inspect.signature(PreferenceStreamEnv).parameters["stated_rate"].default, EvidenceReader().stated_prob)
-    cells = []
+    cells: list[dict[str, Any]] = []
     for rate in rates:
         for prob in probs:
             evaluation = evaluate("TEPA/PreferenceStream-v0", METHOD_NAMES, range(seeds),
