@@ -135,15 +135,19 @@ def test_spaces_are_memory_observations_batched():
 
 
 @pytest.mark.parametrize("memory, memory_kwargs, match", [
-    ("tepa-paper", None, "batches"),
-    ("sliding-window", None, "batches"),
-    (TEPA(), None, "batches"),
+    ("tepa-paper", None, "batched memories are"),
+    ("sliding-window", None, "batched memories are"),
+    (TEPA(), None, "batched memories are"),
     ("tepa", {"preset": "paper"}, "v0"),
     ("tepa", {"window_outcomes": "support_and_conflict"}, "window_outcomes"),
     ("tepa", {"tie_break": "first_created"}, "tie_break"),
     ("tepa", {"n_rec": MAX_WINDOW + 1}, "n_rec"),
     ("append-only", {"retrieval": "lexical"}, "retrieval"),
     ("lww", {"top_k": 2}, "no arguments"),
+    ("lww", {"on_notify": "clear"}, "no arguments"),
+    ("append-only", {"on_notify": "clear"}, "change notifications"),
+    ("tepa", {"on_notify": "revoke"}, "change notifications"),
+    ("tepa-norev", {"on_notify": "demote"}, "change notifications"),
 ])
 def test_configurations_it_cannot_batch_are_refused(memory, memory_kwargs, match):
     with pytest.raises(ValueError, match=match):
