@@ -203,3 +203,12 @@ def test_every_exception_class_of_the_library_derives_from_the_root_error():
     stray = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes
                    if not issubclass(c, TepaError) and not c.__name__.startswith("_"))
     assert not stray, stray
+
+
+def test_a_missing_ray_is_the_one_missing_dependency_error(monkeypatch):
+    from tepa_envs.agents.evaluation.engine import backends
+
+    monkeypatch.setattr(backends, "ray_available", lambda: False)
+    with pytest.raises(DependencyNotInstalled, match=r'pip install "tepa-envs\[ray\]"') as caught:
+        backends.make_backend("ray", 2)
+    assert isinstance(caught.value, backends.BackendError)  # the CLI's one-line exit still applies

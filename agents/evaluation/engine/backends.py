@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Any, Callable, Iterable, Sequence
 
-from tepa_envs.error import TepaError
+from tepa_envs.error import DependencyNotInstalled, TepaError
 from tepa_envs.agents.evaluation.engine.pool import _call_job, _sweep_worker_init
 
 BACKENDS: tuple[str, ...] = ("local", "ray")
@@ -30,6 +30,14 @@ BACKENDS: tuple[str, ...] = ("local", "ray")
 
 class BackendError(TepaError, RuntimeError):
     """A backend that cannot start (Ray missing, a cluster that cannot be reached): one line."""
+
+
+class RayNotInstalled(BackendError, DependencyNotInstalled):
+    """``--backend ray`` without Ray: the project's one missing-dependency error (Gymnasium's
+    :class:`~gymnasium.error.DependencyNotInstalled`) that is also a :class:`BackendError`."""
+
+
+RAY_MISSING = '--backend ray needs Ray: pip install "tepa-envs[ray]"'
 
 
 def ray_available() -> bool:
@@ -123,7 +131,7 @@ class RayBackend:
         try:
             import ray
         except ImportError:
-            raise BackendError('--backend ray needs Ray: pip install "tepa-envs[ray]"') from None
+            raise RayNotInstalled(RAY_MISSING) from None
         if not ray.is_initialized():
             saved = os.environ.get("PYTHONPATH")
             try:
@@ -186,7 +194,7 @@ def make_backend(name: str, workers: int | None, address: str | None = None) -> 
         return LocalBackend(workers or os.cpu_count() or 1)
     if name == "ray":
         if not ray_available():
-            raise BackendError('--backend ray needs Ray: pip install "tepa-envs[ray]"')
+            raise RayNotInstalled(RAY_MISSING)
         return RayBackend(workers, address)
     raise BackendError(f"unknown backend {name!r}; valid: {', '.join(BACKENDS)}")
 
@@ -203,5 +211,5 @@ def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-__all__ = ["BACKENDS", "BackendError", "LocalBackend", "RayBackend", "chunks", "default_batch_size",
+__all__ = ["BACKENDS", "BackendError", "LocalBackend", "RayBackend", "RayNotInstalled", "chunks", "default_batch_size",
            "make_backend", "ray_available"]
