@@ -9,6 +9,8 @@ Skipped, with the reason, without ``ray[rllib]`` (the ``clients`` extra)."""
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from typing import Any, Iterator
 
 import gymnasium as gym
@@ -205,3 +207,15 @@ def test_bad_env_configs_name_the_field():
         register_envs(["CartPole-v1"])
     with pytest.raises(TypeError, match="env_ids"):
         register_envs("TEPA/RegimeDrift-v0")
+
+
+def test_without_rllib_the_import_names_the_extra():
+    """Ray without its rllib pieces (dm_tree, ...) or no Ray at all: DependencyNotInstalled, not a bare
+    ImportError (simulated in a fresh interpreter by blocking ray.rllib)."""
+    code = ("import sys; sys.modules['ray.rllib'] = None\n"
+            "from tepa_envs.error import DependencyNotInstalled\n"
+            "try:\n    import tepa_envs.wrappers.rllib\n"
+            "except DependencyNotInstalled as exc:\n    print('refused:', exc)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "refused:" in result.stdout and "pip install" in result.stdout and "ray[rllib]" in result.stdout
