@@ -152,6 +152,7 @@ def single_env(job: TrainJob) -> Callable[[], gym.Env]:
 def training_env(job: TrainJob) -> tuple[VecEnv, TimedVecEnv, str]:
     """The training ``VecEnv`` (frames stacked when asked), its timed core and the path's name."""
     n_envs = job.hyper.n_envs
+    core: VecEnv
     if native_path(job):
         vec = gym.make_vec(job.env_id, num_envs=n_envs, vectorization_mode="vector_entry_point", **job.env_kwargs)
         if job.agent.memory is not None:
@@ -180,13 +181,15 @@ def evaluate_policy(model: BaseAlgorithm, job: TrainJob, n_episodes: int, step: 
     inner = venv.venv if isinstance(venv, VecFrameStack) else venv
     venv.seed(int(seeds[0]))
     observations = venv.reset()
-    infos = [dict(info) for info in inner.reset_infos]  # type: ignore[attr-defined]
+    infos = [dict(info) for info in inner.reset_infos]
     success: list[list[bool]] = [[] for _ in seeds]
     phase: list[list[int]] = [[] for _ in seeds]
     running = np.ones(len(seeds), dtype=bool)
     state: Any = None
     starts = np.ones(len(seeds), dtype=bool)
     while running.any():
+        if isinstance(observations, tuple):
+            raise TypeError("the study's policies take one flat observation, not a tuple")
         actions, state = model.predict(observations, state=state, episode_start=starts, deterministic=True)
         observations, _, dones, step_infos = venv.step(actions)
         for i in np.flatnonzero(running):
@@ -260,7 +263,8 @@ class SB3Engine:
         torch.set_num_threads(1)
         started = time.perf_counter()
         hyper = job.hyper
-        cls = algorithm_class(job.agent)
+        # PPO-style keyword arguments (n_steps, batch_size, n_epochs): a BaseAlgorithm's own signature lacks them
+        cls: Callable[..., BaseAlgorithm] = algorithm_class(job.agent)
         venv, timed, path = training_env(job)
         policy_kwargs: dict[str, Any] = {"net_arch": list(hyper.net_arch)}
         policy = "MlpPolicy"

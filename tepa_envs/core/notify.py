@@ -141,8 +141,8 @@ class ChangeNotifier:
             due = n + int(rng.geometric(self.settings.delay_p)) - 1
             pending = self._due.get(key)
             self._due[key] = due if pending is None else min(pending, due)
-        due = self._due.get(key)
-        detected = due is not None and due <= n
+        scheduled = self._due.get(key)
+        detected = scheduled is not None and scheduled <= n
         if detected:
             del self._due[key]
         return detected or false_alarm

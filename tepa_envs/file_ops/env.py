@@ -321,10 +321,12 @@ class FileOpsEnv(TaskStreamEnv):
         return configs_of(fmt)[int(index)]
 
     def _table(self, t: int) -> Table:
-        if self._table_cache[0] != t:
+        cached_t, table = self._table_cache
+        if cached_t != t or table is None:
             domain = DOMAINS[int(self.task_domains[t])]
-            self._table_cache = (t, make_table(domain, self.task_values[t], int(self.task_sizes[t])))
-        return self._table_cache[1]
+            table = make_table(domain, self.task_values[t], int(self.task_sizes[t]))
+            self._table_cache = (t, table)
+        return table
 
     def _task_key(self, t: int) -> str:
         fmt = "csv" if self.task_is_csv[t] else "json"

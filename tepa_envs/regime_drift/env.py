@@ -376,8 +376,10 @@ class RegimeDriftEnv(TaskStreamEnv):
 
     def _build(self, rng: np.random.Generator) -> None:
         self.world = draw_world(rng, self.keys, self.n_tools, self.drift, self.key_noise)
-        self.regime, self.task_keys, self.evidence_keys = self.world.regime, self.world.task_keys, \
-            self.world.evidence_keys
+        evidence_keys = self.world.evidence_keys
+        if evidence_keys is None:  # draw_world builds them unless told not to
+            raise RuntimeError("the world was drawn without its evidence keys")
+        self.regime, self.task_keys, self.evidence_keys = self.world.regime, self.world.task_keys, evidence_keys
         self._correct = self.world.correct.tolist()
         self._previous = (self.n_tools, 0)
 

@@ -132,10 +132,12 @@ class RegimeDriftVectorEnv(VectorEnv):
 
     # ------------------------------------------------------------------ world
     def _reset_env(self, i: int, seed: int | None) -> None:
-        if seed is not None or self._rngs[i] is None:
-            self._rngs[i], _ = seeding.np_random(seed)
+        rng = self._rngs[i]
+        if seed is not None or rng is None:
+            rng, _ = seeding.np_random(seed)
+            self._rngs[i] = rng
         template = self._template
-        world = draw_world(self._rngs[i], template.keys, template.n_tools, self._drift, template.key_noise,
+        world = draw_world(rng, template.keys, template.n_tools, self._drift, template.key_noise,
                            with_evidence_keys=self._evidence_keys is not None)
         if self._evidence_keys is not None:
             self._evidence_keys[i, :self._total] = world.evidence_keys
@@ -146,7 +148,7 @@ class RegimeDriftVectorEnv(VectorEnv):
         if self._outcome_draw is not None:
             self._outcome_draw[i, :self._total] = world.outcome_draw
         if self._notified is not None:
-            detector = notifier_rng(self._rngs[i]) if self._notification.level == "detected" else None
+            detector = notifier_rng(rng) if self._notification.level == "detected" else None
             self._notified[i, :self._total] = notify_flags(self._notification, detector, world.task_keys.tolist(),
                                                            world.correct.tolist())
         self._t[i] = 0
@@ -222,9 +224,11 @@ class RegimeDriftVectorEnv(VectorEnv):
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed if isinstance(seed, int) else None)
         n = self.num_envs
+        if isinstance(seed, bool):
+            raise TypeError("seed must be an int, a sequence of ints (or None) or None, got bool")
         if seed is None:
             seeds: list[int | None] = [None] * n
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        elif isinstance(seed, (int, np.integer)):
             seeds = [int(seed) + i for i in range(n)]
         else:
             seeds = list(seed)
