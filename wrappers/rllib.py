@@ -147,9 +147,11 @@ class VectorRunnerSeeding(VectorWrapper):
     with ``SeedSequence([x, i])``'s first word; a list of seeds or ``None`` passes through."""
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
+        # Any: Gymnasium's VectorEnv.reset is annotated int | None, though its vector envs take a list
+        seeds: Any = seed
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seed = [_seed_word(seed, i) for i in range(self.num_envs)]
-        return self.env.reset(seed=seed, options=options)
+            seeds = [_seed_word(seed, i) for i in range(self.num_envs)]
+        return self.env.reset(seed=seeds, options=options)
 
 
 def _split(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
