@@ -242,10 +242,10 @@ def test_record_video_records_an_episode(tmp_path):
     from gymnasium.wrappers import RecordVideo
 
     env = RecordVideo(gym.make("TEPA/RegimeDrift-v0", phase_lengths=(3, 3, 3, 3), render_mode="rgb_array"),
-                      str(tmp_path), episode_trigger=lambda episode: True, disable_logger=True)
+                      str(tmp_path / "videos"), episode_trigger=lambda episode: True, disable_logger=True)
     env.reset(seed=0)
     terminated = False
     while not terminated:
         _, _, terminated, _, _ = env.step(env.action_space.sample())
     env.close()
-    assert list(tmp_path.glob("*.mp4"))
+    assert list((tmp_path / "videos").glob("*.mp4"))
