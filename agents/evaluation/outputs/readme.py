@@ -18,14 +18,22 @@ from typing import Any, Callable
 from tepa_envs.agents.evaluation.analysis.leaderboard import ORACLES
 from tepa_envs.agents.evaluation.outputs.blocks import MARKER, blocks, markdown_files, merge_rows, write_blocks
 from tepa_envs.agents.evaluation.outputs.facts_tables import facts_markdown
-from tepa_envs.agents.evaluation.outputs.files import check_manifest
+from tepa_envs.agents.evaluation.outputs.files import check_manifest, write_bytes_atomic
 from tepa_envs.agents.evaluation.outputs.leaderboard import readme_metrics, readme_table
 from tepa_envs.agents.evaluation.outputs.report import format_p
 from tepa_envs.agents.evaluation.outputs.tables import markdown_table
 
+FIGURES: tuple[tuple[str, str], ...] = (
+    ("controlled/success.png", "docs/success_controlled.png"),
+    ("executable/success.png", "docs/results/success_executable.png"),
+    ("preference/success.png", "docs/results/success_preference.png"),
+    ("suite/heatmap.png", "docs/results/suite_heatmap.png"),
+)
+"""Figures of a results directory and where the documentation shows them (copied by
+:func:`update_readme` beside the tables generated from the same run)."""
 SHORT_PHASES = {"stable": "stable", "light_drift": "light drift", "full_reversal": "full reversal",
                 "partial_return": "partial return", "overall": "overall"}
-__all__ = ["MARKER", "tables", "update_readme"]
+__all__ = ["FIGURES", "MARKER", "copy_figures", "tables", "update_readme"]
 
 
 def _load(path: Path) -> Any:
@@ -288,6 +296,22 @@ def tables(results_dir: Path) -> dict[str, str]:
     return out
 
 
+def copy_figures(results_dir: Path, root: Path) -> list[Path]:
+    """Copy each figure of :data:`FIGURES` that ``results_dir`` holds to its place under
+    ``root`` (only where ``root`` has a ``docs/`` folder; its setting's manifest was checked
+    by :func:`tables`); returns the files written."""
+    written = []
+    for source, target in FIGURES:
+        path, destination = results_dir / source, root / target
+        if path.is_file() and (root / "docs").is_dir():
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            data = path.read_bytes()
+            if not destination.is_file() or destination.read_bytes() != data:
+                write_bytes_atomic(destination, data)
+            written.append(destination)
+    return written
+
+
 def update_readme(readme: Path, results_dir: Path) -> list[str]:
     """Replace every marked table whose inputs exist, in ``readme`` or in any page of the
     ``docs/`` folder beside it; returns the names replaced, in the order they appear.
@@ -312,5 +336,6 @@ def update_readme(readme: Path, results_dir: Path) -> list[str]:
                                            {"setting": settings, "study": studies})
     bodies = {name: body for name, body in generated.items() if name in present}
     write_blocks(bodies, readme.parent, readme)
+    copy_figures(Path(results_dir), readme.parent)
     order = [m.group("name") for path in files for m in MARKER.finditer(path.read_text(encoding="utf-8"))]
     return [name for name in order if name in bodies]

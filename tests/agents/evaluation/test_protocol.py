@@ -71,9 +71,12 @@ def test_readme_tables_are_generated_from_a_reproduce_directory(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- begin:controlled -->\nstale 0.123\n<!-- end:controlled -->\n"
                       "<!-- begin:unknown -->\nkept\n<!-- end:unknown -->\n")
+    (tmp_path / "docs").mkdir()
     replaced = update_readme(readme, tmp_path)
     text = readme.read_text()
     assert replaced == ["controlled"] and "stale 0.123" not in text and "kept" in text
+    figure = (tmp_path / "controlled" / "success.png").read_bytes()
+    assert (tmp_path / "docs" / "success_controlled.png").read_bytes() == figure  # beside its table
     tepa = results["summary"]["tepa"]["full_reversal"]
     assert f"{tepa['mean']:.3f} [{tepa['ci_low']:.3f}, {tepa['ci_high']:.3f}]" in text
     assert "| view acc. (full reversal) | keeps refuted 2+ (full reversal) |" in text
