@@ -263,7 +263,9 @@ def test_resume_after_kill_9_gives_identical_results_and_an_intact_store(tmp_pat
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
-    spec = write_spec(tmp_path, RESUME_SPEC)
+    # longer episodes than RESUME_SPEC's: on a fast machine the short ones could all finish
+    # between the 40th stored row and the signal
+    spec = write_spec(tmp_path, RESUME_SPEC.replace("phase_lengths = [8, 8, 8, 8]", "phase_lengths = [48, 48, 48, 48]"))
     store = tmp_path / "r.db"
     proc = _sweep_process(spec, store)
     try:
