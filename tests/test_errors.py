@@ -212,3 +212,11 @@ def test_a_missing_ray_is_the_one_missing_dependency_error(monkeypatch):
     with pytest.raises(DependencyNotInstalled, match=r'pip install "tepa-envs\[ray\]"') as caught:
         backends.make_backend("ray", 2)
     assert isinstance(caught.value, backends.BackendError)  # the CLI's one-line exit still applies
+
+
+def test_a_missing_model_runtime_is_the_one_missing_dependency_error():
+    from tepa_envs.agents.readers.lm_base import LMReaderError
+    from tepa_envs.agents.readers.local_lm import ModelNotInstalled
+
+    assert issubclass(ModelNotInstalled, DependencyNotInstalled) and issubclass(ModelNotInstalled, LMReaderError)
+    assert issubclass(ModelNotInstalled, TepaError)

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from tepa_envs.core import Record, check_int
+from tepa_envs.error import DependencyNotInstalled
 
 from tepa_envs.agents.readers.lm_base import LMReader, LMReaderError
 from tepa_envs.agents.readers.lm_cache import CachedDecision, DecisionCache, cache_home
@@ -86,8 +87,10 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
 DEFAULT_MODEL = "smollm2-135m"
 
 
-class ModelNotInstalled(LMReaderError):
-    """The model file or the runtime that runs it is not installed."""
+class ModelNotInstalled(LMReaderError, DependencyNotInstalled):
+    """The model file or the runtime that runs it is not installed: the project's one
+    missing-dependency error (Gymnasium's ``DependencyNotInstalled``), and an
+    :class:`~tepa_envs.agents.readers.lm_base.LMReaderError`."""
 
 
 def locate_model(model: str) -> tuple[str, Path]:
