@@ -216,10 +216,18 @@ def _stored(store: Path) -> int:
         return 0
 
 
+def _default_sigint() -> None:
+    # a signal ignored by the parent stays ignored across exec (as under nohup), and a library
+    # an earlier test loaded may have left SIGINT ignored in this pytest process: start the
+    # child the way a terminal starts it
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _sweep_process(spec, store, *extra):
     return subprocess.Popen([sys.executable, "-m", "tepa_envs.agents.evaluation.cli", "sweep", str(spec), "--store",
                              str(store), "--workers", "2", "--batch", "4", "--quiet", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=spec.parent)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=spec.parent,
+                            preexec_fn=_default_sigint)
 
 
 def _wait_for_rows(proc, store, at_least, timeout=120):
