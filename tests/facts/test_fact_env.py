@@ -108,6 +108,7 @@ def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper(needs_wordnet):
     table = format_facts_table(rows)
     assert "SH-6k" in table and "MH-6k" in table and "(0.89)" in table
     assert "official / generated" in table and "append-only-bm25" in table  # the paper's BM25 front-end, own row
+    assert max(len(line) for line in table.splitlines() if line.startswith(("method ", "tepa "))) <= 100
     # under the newest reader the BM25 rows' own key is read newest first too: at most append-only's
     assert score[("sh", "append-only-bm25")] <= score[("sh", "append-only")]
 

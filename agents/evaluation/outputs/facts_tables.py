@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from tepa_envs.agents.evaluation.analysis.leaderboard import ORACLES
 from tepa_envs.agents.evaluation.analysis.paper import FACTS_ENV_ID
 from tepa_envs.agents.evaluation.analysis.settings import front_end_differences
-from tepa_envs.agents.evaluation.outputs.tables import markdown_table
+from tepa_envs.agents.evaluation.outputs.tables import markdown_table, terminal_table
 
 BREAKDOWN = ("correct", "question understanding", "hop extraction", "stale hop value (memory)",
              "stale hop value (gold follows an older fact)")
@@ -78,9 +78,9 @@ def _subset_note(rows: Sequence[dict[str, Any]], reader: str) -> str:
     return f" ({'/'.join(str(c) for c in counts)} questions a cell)" if reader == "local-lm" and counts else ""
 
 
-def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -> str:
-    """A terminal table per question reader: one line per method, per split and length
-    ``real / synthetic (paper)``; then the front-end coverage of every cell."""
+def format_facts_table(rows: Sequence[dict[str, Any]]) -> str:
+    """A terminal table per question reader (no line over 100 columns): one line per method,
+    per split and length ``official / generated (paper)``; then the front-end coverage of every cell."""
     if not rows:
         raise ValueError("no rows to format")
     readers, methods, cells, lookup = _layout(rows)
@@ -88,17 +88,13 @@ def format_facts_table(rows: Sequence[dict[str, Any]], method_width: int = 24) -
              "One front-end for every method (induced fact frames, question chains through the memory); "
              "'-' where there is no row of that origin and size."]
     for reader in readers:
+        table = [[method] + [_cell_text(lookup.get((reader, "real", split, length, method)),
+                                        lookup.get((reader, "synthetic", split, length, method)), "-")
+                             for split, length in cells]
+                 for method in methods
+                 if any((reader, src, s, n, method) in lookup for src in ("real", "synthetic") for s, n in cells)]
         lines += ["", f"question reader {reader}{_subset_note(rows, reader)}: {READER_NOTES.get(reader, '')}",
-                  "method".ljust(method_width) + "".join(f"{s.upper()}-{n}".rjust(22) for s, n in cells),
-                  "".ljust(method_width) + "".join("official / generated".rjust(22) for _ in cells)]
-        for method in methods:
-            if not any((reader, src, s, n, method) in lookup for src in ("real", "synthetic") for s, n in cells):
-                continue
-            line = method.ljust(method_width)
-            for split, length in cells:
-                line += _cell_text(lookup.get((reader, "real", split, length, method)),
-                                   lookup.get((reader, "synthetic", split, length, method)), "-").rjust(22)
-            lines.append(line)
+                  terminal_table(["method", *(f"{s.upper()}-{n}" for s, n in cells)], table)]
     lines.append("")
     lines.append("facts keyed by the front-end: " + _coverage(rows, ".1%"))
     for (reader, source, split, length, method), row in lookup.items():
