@@ -123,7 +123,11 @@ class RegimeDriftVectorEnv(VectorEnv):
         # Every task's change flag (one extra column, False, for the observation after the last task).
         self._notified = (np.zeros((num_envs, self._total + 1), dtype=bool) if self._notification.enabled
                           else None)
-        self._evidence: dict[str, np.ndarray] = {}
+        # the fixed schema's evidence sentinels (nothing revealed), shared: the info builder copies them
+        self._no_evidence = {"count": np.zeros(num_envs, dtype=np.int64), "key": np.full(num_envs, "", dtype=object),
+                             "value": np.full(num_envs, "", dtype=object), "t": np.full(num_envs, -1, dtype=np.int64),
+                             "outcome": np.full(num_envs, -1, dtype=np.int64),
+                             "source": np.full(num_envs, "", dtype=object)}
         self._t = np.zeros(num_envs, dtype=np.int64)
         self._previous_action = np.full(num_envs, self._n_tools, dtype=np.int64)
         self._previous_success = np.zeros(num_envs, dtype=np.int64)
@@ -195,23 +199,14 @@ class RegimeDriftVectorEnv(VectorEnv):
         return batched_fixed_step_info(
             rows, key=self._key_names[key_index], t=t, scored=scored,
             success=np.zeros(n, dtype=bool) if success is None else success,
-            evidence=self._no_evidence() if evidence is None else evidence, live=live, phase=phase,
+            evidence=self._no_evidence if evidence is None else evidence, live=live, phase=phase,
             phase_name=self._phase_names[phase], phase_changed=self._phase_changed_at_t[t], correct=correct,
             forfeited=np.zeros(n, dtype=bool), **own)
-
-    def _no_evidence(self) -> dict[str, np.ndarray]:
-        """The fixed schema's evidence sentinels for every sub-environment (nothing revealed)."""
-        if not self._evidence:
-            n = self.num_envs
-            self._evidence = {"count": np.zeros(n, dtype=np.int64), "key": np.full(n, "", dtype=object),
-                              "value": np.full(n, "", dtype=object), "t": np.full(n, -1, dtype=np.int64),
-                              "outcome": np.full(n, -1, dtype=np.int64), "source": np.full(n, "", dtype=object)}
-        return self._evidence
 
     def _step_evidence(self, stepping: np.ndarray, t: np.ndarray, actions: np.ndarray,
                        success: np.ndarray) -> dict[str, np.ndarray]:
         """The fixed schema's evidence fields: one executor outcome per sub-environment that stepped."""
-        none = self._no_evidence()
+        none = self._no_evidence
         keys = (self._key_names[self._task_keys[self._rows, t]] if self._evidence_keys is None
                 else self._evidence_keys[self._rows, t])
         return {"count": stepping.astype(np.int64), "key": np.where(stepping, keys, none["key"]),
