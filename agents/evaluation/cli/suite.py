@@ -10,7 +10,7 @@ from tepa_envs.agents.evaluation.cli.arguments import UsageError, log, output_di
 from tepa_envs.agents.evaluation.engine.progress import progress_factory
 from tepa_envs.agents.evaluation.engine.validate import validate_methods
 from tepa_envs.agents.evaluation.outputs.leaderboard import format_suite, write_suite
-from tepa_envs.agents.evaluation.studies.suite import DEFAULT_SEEDS, SUITE_SCENARIOS, run_suite
+from tepa_envs.agents.evaluation.studies.suite import DEFAULT_SEEDS, SUITE_SCENARIOS, check_notify_levels, run_suite
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
@@ -25,13 +25,17 @@ def cmd_suite(args: argparse.Namespace) -> int:
             validate_methods(env_id, {}, methods)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
+    try:
+        levels = check_notify_levels([v for v in args.notify.split(",") if v])
+    except ValueError as exc:
+        raise UsageError(f"--notify: {exc}") from None
     out = output_dir(args.out)
     log(args, f"suite: {len(methods)} methods x {len(scenarios)} scenarios x {args.seeds} seeds "
-                   f"({args.workers} workers)")
+                   f"x {len(levels)} notification level(s) ({args.workers} workers)")
     started = time.perf_counter()
     with progress_factory(quiet=args.quiet)("suite") as bar:
         data = run_suite(methods, range(args.seeds), scenarios=scenarios, workers=args.workers, alpha=args.alpha,
-                         progress=bar, reader_kwargs=reader_profile_kwargs(args))
+                         progress=bar, reader_kwargs=reader_profile_kwargs(args), notify=levels)
     elapsed = time.perf_counter() - started
     write_suite(data, out, elapsed_s=elapsed)
     print(format_suite(data))
@@ -50,6 +54,11 @@ def add_parser(sub: Any, common: Callable[..., None]) -> None:
                             "default) for every registered method, e.g. 'all,mypkg.mem:MyMemory'")
     suite.add_argument("--scenarios", default="",
                        help="comma-separated scenario ids (default: all of " + ", ".join(SUITE_SCENARIOS) + ")")
+    suite.add_argument("--notify", default="none", metavar="LEVELS",
+                       help="comma-separated change-notification levels (none, detected, known); the leaderboard "
+                            "is at the first; with more than one, every method and the notification options "
+                            "(lww on_notify=clear, tepa on_notify=revoke, ...) also run at each level for a "
+                            "table by level (default: none)")
     common(suite, DEFAULT_SEEDS, outputs="suite.json, leaderboard.md, metrics.md, heatmap.png (default results/suite)")
     suite.set_defaults(func=cmd_suite, out="results/suite")
 

@@ -95,7 +95,45 @@ def leaderboard_markdown(data: dict[str, Any]) -> str:
                + f", Holm–Bonferroni over all of them, α = {data['alpha']} (smallest attainable corrected p "
                f"{ceil_2sig(min(1.0, floor))}"
                + ("; with so few seeds nothing can be significant" if floor >= data["alpha"] else "") + ").\n")
+    if "notify_levels" in data:
+        out.append(notify_markdown(data))
     return "".join(out)
+
+
+def _ci(cell: dict[str, float], signed: bool = False) -> str:
+    mean = f"{cell['mean']:+.3f}" if signed else _f(cell["mean"])
+    return f"{mean} [{cell['ci_low']:+.3f}, {cell['ci_high']:+.3f}]" if signed else \
+        f"{mean} ({_f(cell['ci_low'], 2)}–{_f(cell['ci_high'], 2)})"
+
+
+def notify_markdown(data: dict[str, Any]) -> str:
+    """The notification-level table: overall success over the scenarios per method and level,
+    and each method's paired difference to the best non-oracle method at ``known``."""
+    table, oracles = data["notify_levels"], set(data["oracles"])
+    levels = table["levels"]
+    gaps = table.get("to_best_known")
+    header = ["method", *levels] + ([f"{lv} − best at known [95% CI]" for lv in levels if lv != "known"]
+                                    if gaps else [])
+    rows = []
+    for m in table["methods"]:
+        row = [m + (" (oracle)" if m in oracles else "")]
+        for lv in levels:
+            text = _ci(table["success"][lv][m])
+            row.append(f"**{text}**" if table["best"].get(lv) == m else text)
+        if gaps:
+            row += [_ci(gaps[lv][m], signed=True) for lv in levels if lv != "known"]
+        rows.append(row)
+    scenarios = len(table["per_scenario"])
+    best_known = table["best"].get("known")
+    note = (f"best non-oracle at `known`: {best_known}; the difference is paired by seed (the same worlds at "
+            "every level)." if best_known else "")
+    return ("\n**By change notification** (overall success averaged over the "
+            f"{scenarios} scenarios, 95 % bootstrap CI over seeds; **bold**: best non-oracle at that level; "
+            "rows `… on_notify=…` are a method's named option that acts on the notification, every other "
+            "method ignores it; `none` tells nothing, `known` flags every true change of the presented key "
+            "when it is first presented, `detected` raises the flag from a noisy detector at the environment's "
+            "default delay and false-alarm rate; per-scenario cells in `suite.json`):\n\n"
+            + markdown_table(header, rows) + "\n" + note + "\n")
 
 
 def _view_cell(metrics: dict[str, Any]) -> str:
@@ -119,11 +157,20 @@ def format_suite(data: dict[str, Any]) -> str:
     success_rows = [[m + (" (oracle)" if m in oracles else "")]
                     + [_f(s["success"][m][OVERALL]["mean"]) + ("*" if s["best"] == m else "") for s in scenarios]
                     for m in data["methods"]]
-    return "\n\n".join([
+    parts = [
         f"rank over {len(scenarios)} scenarios (non-oracle; 1 = best overall success; 95 % bootstrap CI)",
         terminal_table(["method", "mean rank [95% CI]", "best or within CI"], rank_rows),
         f"overall success per scenario ({len(data['seeds'])} seeds; *: best non-oracle)",
-        terminal_table(["method", *(s["short"] for s in scenarios)], success_rows)])
+        terminal_table(["method", *(s["short"] for s in scenarios)], success_rows)]
+    if "notify_levels" in data:
+        table = data["notify_levels"]
+        parts += [f"overall success by change notification (mean over {len(scenarios)} scenarios; "
+                  "*: best non-oracle)",
+                  terminal_table(["method", *table["levels"]],
+                                 [[m + (" (oracle)" if m in oracles else "")]
+                                  + [_f(table["success"][lv][m]["mean"]) + ("*" if table["best"].get(lv) == m else "")
+                                     for lv in table["levels"]] for m in table["methods"]])]
+    return "\n\n".join(parts)
 
 
 def plot_heatmap(data: dict[str, Any], path: Path) -> None:
@@ -176,4 +223,5 @@ def readme_metrics(directory: Path) -> str:
     return metrics_markdown(json.loads((Path(directory) / "suite.json").read_text()))
 
 
-__all__ = ["format_suite", "leaderboard_markdown", "plot_heatmap", "readme_metrics", "readme_table", "write_suite"]
+__all__ = ["format_suite", "leaderboard_markdown", "notify_markdown", "plot_heatmap", "readme_metrics", "readme_table",
+           "write_suite"]

@@ -58,6 +58,13 @@ README's ``suite-metrics`` block), ``heatmap.png`` (overall success, methods
 ``not_significantly_below_best`` (Holm), ``below_no_memory_in_reversal`` (method ->
 the reversal phases where it is significantly below ``no-memory``), ``metrics`` (method ->
 :func:`~tepa_envs.agents.evaluation.analysis.drift_metrics.pool_metrics`);
+``notify``, the change-notification level everything above was run at (``"none"`` unless
+``--notify`` starts with another); with more than one level, ``notify_levels``: every method
+and the :data:`NOTIFY_VARIANTS` of the methods run at each level, the same seeds
+(:func:`~tepa_envs.agents.evaluation.analysis.notify_levels.notify_table`: ``levels``,
+``methods``, ``success`` level -> method -> mean and CI over scenarios, ``best`` per level,
+``to_best_known`` level -> method -> the paired difference to the best non-oracle method at
+``known``, ``per_scenario`` env_id -> level -> method -> mean);
 ``comparisons``, each with ``kind`` (``"pair"`` or ``"reversal"``), ``env_id``,
 ``phase``, ``method``, ``other``, ``diff`` (method − other) with ``ci_low``/``ci_high``,
 ``p_value``, ``p_at_floor``, ``p_holm``, ``significant``; ``ranks`` (method ->
@@ -73,11 +80,13 @@ import numpy as np
 
 import tepa_envs
 from tepa_envs.agents.evaluation.analysis.drift_metrics import pool_metrics
-from tepa_envs.agents.evaluation.analysis.leaderboard import OVERALL, SUITE_N_PERM, Scenario, analyse
+from tepa_envs.agents.evaluation.analysis.leaderboard import ORACLES, OVERALL, SUITE_N_PERM, Scenario, analyse
+from tepa_envs.agents.evaluation.analysis.notify_levels import notify_table
 from tepa_envs.agents.evaluation.engine.executor import ProgressHook, run_jobs
-from tepa_envs.agents.evaluation.engine.jobs import build_jobs, method_label
+from tepa_envs.agents.evaluation.engine.jobs import Job, Method, MethodSpec, build_jobs, method_label
 from tepa_envs.agents.evaluation.engine.runner import describe_job, run_traced_job
 from tepa_envs.agents.evaluation.engine.validate import validate_methods
+from tepa_envs.core.notify import NOTIFY_LEVELS
 
 SUITE_SCENARIOS: tuple[str, ...] = ("TEPA/RegimeDrift-v0", *tepa_envs.SCENARIOS, "TEPA/PreferenceStream-v0")
 """The suite's scenarios, in the leaderboard's order."""
@@ -85,6 +94,15 @@ SHORT_NAMES: dict[str, str] = {env_id: env_id.removeprefix("TEPA/RegimeDrift-").
                                for env_id in SUITE_SCENARIOS}
 SHORT_NAMES["TEPA/RegimeDrift-v0"] = "paper"
 SHORT_NAMES["TEPA/PreferenceStream-v0"] = "preference"
+NOTIFY_VARIANTS: tuple[MethodSpec, ...] = (
+    *(MethodSpec(f"{name} on_notify=clear", name, {"on_notify": "clear"})
+      for name in ("append-only", "lww", "temporal-recency", "conflict-aware-recency")),
+    MethodSpec("tepa on_notify=demote", "tepa", {"on_notify": "demote"}),
+    MethodSpec("tepa on_notify=revoke", "tepa", {"on_notify": "revoke"}),
+)
+"""The registered methods' named options that act on a change notification, added to the
+notification-level table (not to the leaderboard) when ``notify`` names more than one level;
+a variant joins when its method is in the run."""
 DEFAULT_SEEDS = 300
 """Seeds per scenario by default: the whole suite (every registered method, ten scenarios)
 runs within 10 minutes on 2 cores, and a phase's 95 % CI half-width is about 0.01–0.03."""
@@ -104,20 +122,49 @@ def scenario(env_id: str) -> Scenario:
 
 
 # ------------------------------------------------------------------------------ running
+def check_notify_levels(notify: Sequence[str]) -> tuple[str, ...]:
+    """``notify`` as a tuple: ``TypeError`` unless a sequence of str, ``ValueError`` unless
+    non-empty, without repeats, each one of :data:`~tepa_envs.core.notify.NOTIFY_LEVELS`."""
+    if isinstance(notify, str) or not isinstance(notify, Sequence) or not all(isinstance(v, str) for v in notify):
+        raise TypeError(f"notify must be a sequence of level names (str), got {notify!r}")
+    levels = tuple(notify)
+    unknown = [v for v in levels if v not in NOTIFY_LEVELS]
+    if unknown or not levels or len(set(levels)) != len(levels):
+        raise ValueError(f"notify must name each of {', '.join(NOTIFY_LEVELS)} at most once, at least one; "
+                         f"got {', '.join(levels) or 'none'}")
+    return levels
+
+
+def _level_jobs(env_id: str, methods: Sequence[Method], seeds: Sequence[int], level: str,
+                reader_kwargs: dict[str, Any] | None) -> list[Job]:
+    env_kwargs = None if level == "none" else {"notify": level}  # "none" is the registered default: same jobs
+    return build_jobs(env_id, methods, seeds, env_kwargs=env_kwargs, reader_kwargs=reader_kwargs)
+
+
 def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequence[str] = SUITE_SCENARIOS,
               workers: int = 1, alpha: float = 0.05, n_perm: int = SUITE_N_PERM,
-              progress: ProgressHook | None = None, reader_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+              progress: ProgressHook | None = None, reader_kwargs: dict[str, Any] | None = None,
+              notify: Sequence[str] = ("none",)) -> dict[str, Any]:
     """Run every method on every seed of every scenario and return the ``suite.json`` dict
-    (``reader_kwargs``, e.g. a reader profile's, for every episode; recorded when given)."""
+    (``reader_kwargs``, e.g. a reader profile's, for every episode; recorded when given).
+
+    The leaderboard is computed at ``notify[0]``; with more than one level, every method and
+    the :data:`NOTIFY_VARIANTS` of the methods given also run at every level (the same seeds:
+    a seed's world does not depend on the level) for the ``notify`` section."""
     methods = list(methods)
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("no seeds given")
+    levels = check_notify_levels(notify)
     infos = [scenario(env_id) for env_id in scenarios]
     for info in infos:
         validate_methods(info.env_id, {}, methods)
-    jobs = [job for info in infos for job in build_jobs(info.env_id, methods, seeds, reader_kwargs=reader_kwargs)]
-    outputs = run_jobs(jobs, run_traced_job, workers, progress, describe=describe_job)
+    variants = [v for v in NOTIFY_VARIANTS if v.spec in methods] if len(levels) > 1 else []
+    jobs = [job for info in infos for job in _level_jobs(info.env_id, methods, seeds, levels[0], reader_kwargs)]
+    extra = [job for level in levels for info in infos
+             for job in _level_jobs(info.env_id, methods[:0] if level == levels[0] else methods, seeds, level,
+                                    reader_kwargs) + _level_jobs(info.env_id, variants, seeds, level, reader_kwargs)]
+    outputs = run_jobs(jobs + extra, run_traced_job, workers, progress, describe=describe_job)
     per_seed: dict[tuple[str, str, str], np.ndarray] = {}
     metrics: dict[str, dict[str, Any]] = {}
     block = len(methods) * len(seeds)
@@ -139,7 +186,18 @@ def run_suite(methods: Sequence[str], seeds: Sequence[int], *, scenarios: Sequen
         entry["metrics"] = metrics[entry["env_id"]]
     if reader_kwargs:
         data["reader_kwargs"] = dict(reader_kwargs)
+    data["notify"] = levels[0]
+    if len(levels) > 1:
+        overall: dict[tuple[str, str, str], np.ndarray] = {
+            (levels[0], e, m): per_seed[e, m, OVERALL] for e in scenarios for m in labels}
+        for job, out in zip(extra, outputs[len(jobs):]):
+            level = job.env_kwargs.get("notify", "none")
+            overall.setdefault((level, job.env_id, job.label), np.empty(len(seeds)))[seeds.index(job.seed)] = \
+                float(np.mean(out[0]))
+        rows = labels + [v.label for v in variants]
+        data["notify_levels"] = notify_table(overall, levels, list(scenarios), rows, ORACLES)
     return data
 
 
-__all__ = ["DEFAULT_SEEDS", "SHORT_NAMES", "SUITE_SCENARIOS", "run_suite", "scenario"]
+__all__ = ["DEFAULT_SEEDS", "NOTIFY_VARIANTS", "SHORT_NAMES", "SUITE_SCENARIOS", "check_notify_levels",
+           "run_suite", "scenario"]
