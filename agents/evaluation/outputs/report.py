@@ -8,7 +8,7 @@ import json
 import math
 import textwrap
 from pathlib import Path
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -230,30 +230,47 @@ def write_csv(results: Summary, path: Path, setting: Setting | None = None) -> N
     write_text_atomic(Path(path), text)
 
 
+PALETTES: tuple[str, ...] = ("tab20", "tab20b", "tab20c")
+"""Matplotlib's qualitative colour maps a figure's methods take their colours from, in order
+(60 colours): no two methods of one figure share a colour up to 60 methods."""
+LINESTYLES: tuple[str, ...] = ("-", "--", "-.", ":")
+
+
+def method_styles(methods: Sequence[str]) -> dict[str, tuple[tuple[float, ...], str]]:
+    """Each method's ``(colour, linestyle)`` in a figure: distinct colours while the palettes
+    last (:data:`PALETTES`, the even shades of each first, so neighbours in the legend
+    differ in hue), then the colours again with the next linestyle, so no two methods
+    of up to 240 share both."""
+    import matplotlib
+
+    colours: list[tuple[float, ...]] = []
+    for name in PALETTES:
+        palette = matplotlib.colormaps[name]
+        shades = [tuple(float(c) for c in palette(k)) for k in range(palette.N)]
+        colours += shades[0::2] + shades[1::2]
+    return {method: (colours[i % len(colours)], LINESTYLES[(i // len(colours) + i) % len(LINESTYLES)])
+            for i, method in enumerate(methods)}
+
+
 def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
     """Success over the stream per method (moving average across seeds, 95% band), phase boundaries marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
 
     phase_of_task = np.asarray(results.phase_of_task)
     n_seeds = len(results.seeds)
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
     kernel = np.ones(window) / window
-    palette = plt.get_cmap("tab20")
-    assert isinstance(palette, ListedColormap)  # tab20 is a listed colour map
-    # its .colors is the list of RGB tuples it was made from (matplotlib's stubs: any ArrayLike)
-    colours = cast("Sequence[Any]", palette.colors)
-    styles = ("-", "--", "-.", ":")
-    for i, method in enumerate(results.methods):
+    styles = method_styles(results.methods)
+    for method in results.methods:
         mean = np.asarray(results.per_task_success[method], dtype=float)
         smooth = np.convolve(np.pad(mean, (window // 2, window - 1 - window // 2), mode="edge"), kernel, "valid")
         half = 1.96 * np.sqrt(np.clip(smooth * (1 - smooth), 0, None) / max(n_seeds * window, 1))
         x = np.arange(mean.size)
-        (line,) = ax.plot(x, smooth, label=method, linewidth=1.6, color=colours[(2 * i) % 20 + (2 * i) // 20],
-                          linestyle=styles[i % len(styles)])
+        colour, linestyle = styles[method]
+        (line,) = ax.plot(x, smooth, label=method, linewidth=1.6, color=colour, linestyle=linestyle)
         ax.fill_between(x, np.clip(smooth - half, 0, 1), np.clip(smooth + half, 0, 1),
                         color=line.get_color(), alpha=0.12, linewidth=0)
     boundaries = np.flatnonzero(np.diff(phase_of_task)) + 1
