@@ -253,7 +253,8 @@ def method_styles(methods: Sequence[str]) -> dict[str, tuple[tuple[float, ...], 
 
 
 def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
-    """Success over the stream per method (moving average across seeds, 95% band), phase boundaries marked."""
+    """Success over the stream per method (moving average across seeds, 95% band), phase boundaries marked;
+    a method whose mean success equals an earlier one's at every task says so in the legend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -264,13 +265,16 @@ def plot_success(results: Summary, path: Path, *, window: int = 5) -> None:
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
     kernel = np.ones(window) / window
     styles = method_styles(results.methods)
-    for method in results.methods:
-        mean = np.asarray(results.per_task_success[method], dtype=float)
+    curves = {m: np.asarray(results.per_task_success[m], dtype=float) for m in results.methods}
+    for index, method in enumerate(results.methods):
+        mean = curves[method]
+        same = next((m for m in results.methods[:index] if np.array_equal(curves[m], mean)), None)
         smooth = np.convolve(np.pad(mean, (window // 2, window - 1 - window // 2), mode="edge"), kernel, "valid")
         half = 1.96 * np.sqrt(np.clip(smooth * (1 - smooth), 0, None) / max(n_seeds * window, 1))
         x = np.arange(mean.size)
         colour, linestyle = styles[method]
-        (line,) = ax.plot(x, smooth, label=method, linewidth=1.6, color=colour, linestyle=linestyle)
+        label = method if same is None else f"{method} (= {same}, drawn over it)"
+        (line,) = ax.plot(x, smooth, label=label, linewidth=1.6, color=colour, linestyle=linestyle)
         ax.fill_between(x, np.clip(smooth - half, 0, 1), np.clip(smooth + half, 0, 1),
                         color=line.get_color(), alpha=0.12, linewidth=0)
     boundaries = np.flatnonzero(np.diff(phase_of_task)) + 1

@@ -22,15 +22,23 @@ def test_no_two_methods_share_colour_and_linestyle_up_to_240():
 
 def test_the_success_plot_draws_each_method_in_its_style(tmp_path, monkeypatch):
     methods = list(METHOD_NAMES)
-    evaluation = evaluate("TEPA/RegimeDrift-v0", methods, range(2), env_kwargs={"phase_lengths": [3, 3, 3, 3]})
-    drawn = {}
+    evaluation = evaluate("TEPA/RegimeDrift-v0", methods, range(2))
+    drawn, labels = {}, []
 
     def capture(fig, path):
         for line in fig.axes[0].get_lines():
-            if line.get_label() in methods:
-                drawn[line.get_label()] = (tuple(line.get_color()), line.get_linestyle())
+            label = str(line.get_label())
+            if not label.startswith("_"):
+                drawn[label.split(" (= ")[0]] = (tuple(line.get_color()), line.get_linestyle())
+                labels.append(label)
 
     monkeypatch.setattr(report, "write_figure_atomic", capture)
     report.plot_success(summarize(evaluation, n_perm=100), tmp_path / "success.png")
     assert drawn == report.method_styles(methods)
     assert len({colour for colour, _ in drawn.values()}) == len(methods)
+    summary = summarize(evaluation, n_perm=100)
+    for method in methods:  # a method equal to an earlier one at every task is named as such
+        curve = summary.per_task_success[method]
+        earlier = [m for m in methods[:methods.index(method)] if list(summary.per_task_success[m]) == list(curve)]
+        assert (f"{method} (= {earlier[0]}, drawn over it)" if earlier else method) in labels
+    assert any(" (= lww, drawn over it)" in label for label in labels)  # temporal-recency: one policy with LWW
