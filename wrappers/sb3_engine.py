@@ -132,16 +132,19 @@ class TimedVecEnv(VecEnvWrapper):
 def native_path(job: TrainJob) -> bool:
     """Whether ``job`` trains through the batched vector env (see the module docstring)."""
     memory = job.agent.memory
-    return (job.fast_path and gym.spec(job.env_id).vector_entry_point is not None
+    env_id, _ = job.target_env()
+    return (job.fast_path and gym.spec(env_id).vector_entry_point is not None
             and (memory is None or memory in BATCHED_MEMORIES))
 
 
 def single_env(job: TrainJob) -> Callable[[], gym.Env]:
-    """A factory of one training or evaluation environment of ``job``'s agent (flat observation)."""
+    """A factory of one training or evaluation environment of ``job``'s agent (flat observation;
+    the fully observed twin for the twin agent)."""
     memory = job.agent.memory
+    env_id, kwargs = job.target_env()
 
     def make() -> gym.Env:
-        env = gym.make(job.env_id, **job.env_kwargs)
+        env = gym.make(env_id, **kwargs)
         if memory is not None:
             env = MemoryObservation(env, memory)
         return FlatObservation(env)
@@ -154,7 +157,8 @@ def training_env(job: TrainJob) -> tuple[VecEnv, TimedVecEnv, str]:
     n_envs = job.hyper.n_envs
     core: VecEnv
     if native_path(job):
-        vec = gym.make_vec(job.env_id, num_envs=n_envs, vectorization_mode="vector_entry_point", **job.env_kwargs)
+        env_id, kwargs = job.target_env()
+        vec = gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
         if job.agent.memory is not None:
             vec = MemoryObservationV(vec, memory=job.agent.memory)
         core, path = SB3VecEnv(FlatObservationV(vec)), "native"
@@ -247,6 +251,7 @@ class SB3Engine:
     """The ``sb3`` engine (see the module docstring)."""
 
     name = "sb3"
+    uses_ray = False
 
     def missing(self, agent: AgentSpec) -> str | None:
         if agent.algorithm == "recurrent-ppo" and recurrent_ppo() is None:

@@ -1,9 +1,13 @@
 """``tepa-bench rl``: its arguments and its command (the study: :mod:`~tepa_envs.agents.evaluation.studies.rl_study`).
 
-    tepa-bench rl [SPEC.toml] [--quick | --size quick|medium|default] [--store PATH] [--out DIR]
-                  [--workers K] [--dry-run] [--readme] [--root DIR]
+    tepa-bench rl [SPEC.toml] [--quick | --size quick|medium|default] [--engine sb3|rllib]
+                  [--store PATH] [--out DIR] [--workers K] [--address ADDR] [--dry-run] [--readme] [--root DIR]
 
 Without a spec the built-in size runs (``default``: about an hour on 2 cores).
+``--engine`` picks the learning library (``sb3``, the default, or ``rllib``; over a
+spec file's ``engine``); the ``rllib`` engine runs its units as Ray tasks on a local
+Ray with ``--workers`` CPUs or on the cluster at ``--address``. Both engines' units
+can share one store: each engine's units are its own, so each resumes on its own.
 Results go to the store (default ``OUT/rl_store.db``) unit by unit, so a rerun of
 the same command resumes where a killed one stopped and a rerun of a finished
 one only rewrites the files. ``--readme`` also writes the ``rl-study`` block of
@@ -24,6 +28,7 @@ from tepa_envs.agents.evaluation.engine.progress import progress_factory
 from tepa_envs.agents.evaluation.engine.store import Store
 from tepa_envs.agents.evaluation.outputs.blocks import write_block
 from tepa_envs.agents.evaluation.outputs.files import begin_run
+from tepa_envs.agents.evaluation.studies.rl_agents import ENGINES
 from tepa_envs.agents.evaluation.studies.rl_outputs import BLOCK, markdown, write_rl
 from tepa_envs.agents.evaluation.studies.rl_study import (
     SIZES, RLSpec, analyse, builtin_spec, finished_units, load_rl_spec, prepare_store, read_units, run_study,
@@ -39,8 +44,8 @@ def spec_of(args: argparse.Namespace) -> RLSpec:
         if args.spec:
             if args.quick or args.size:
                 raise UsageError("give a spec file or --quick/--size, not both")
-            return load_rl_spec(args.spec)
-        return builtin_spec("quick" if args.quick else (args.size or "default"))
+            return load_rl_spec(args.spec, engine=args.engine)
+        return builtin_spec("quick" if args.quick else (args.size or "default"), engine=args.engine or "sb3")
     except (TypeError, ValueError) as exc:
         if isinstance(exc, UsageError):
             raise
@@ -49,13 +54,16 @@ def spec_of(args: argparse.Namespace) -> RLSpec:
 
 def cmd_rl(args: argparse.Namespace) -> int:
     """``tepa-bench rl``: see :mod:`~tepa_envs.agents.evaluation.studies.rl_study`."""
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     spec = spec_of(args)
     for note in spec.notes:
         print(f"note: {note}")
     units = len(spec.jobs())
     if args.dry_run:
         print(f"{spec.name}: {len(spec.agents)} agents x {len(spec.envs)} environments x "
-              f"{len(spec.train_seeds)} training seeds = {units} units of {spec.timesteps:,} steps")
+              f"{len(spec.train_seeds)} training seeds = {units} units of {spec.timesteps:,} steps "
+              f"(engine {spec.engine})")
         return 0
     out = output_dir(args.out)
     store_path = Path(args.store) if args.store else out / "rl_store.db"
@@ -63,9 +71,10 @@ def cmd_rl(args: argparse.Namespace) -> int:
     with Store.open(store_path) as store:
         prepare_store(store)
         done = len(finished_units(store, spec))
-        log(args, f"rl: {units} units ({done} already in {store_path}), {args.workers} workers")
+        log(args, f"rl: {units} units of engine {spec.engine} ({done} already in {store_path}), "
+                  f"{args.workers} workers" + (f" on the Ray cluster at {args.address}" if args.address else ""))
         with progress_factory(quiet=args.quiet)("rl units") as bar:
-            outcome = run_study(spec, store, workers=args.workers, progress=bar)
+            outcome = run_study(spec, store, workers=args.workers, address=args.address, progress=bar)
         data: dict[str, Any] = analyse(spec, read_units(store, spec))
     data["wall_s"] = time.perf_counter() - started
     data["units"] = {"planned": outcome.planned, "skipped": outcome.skipped, "trained": outcome.trained}
@@ -89,7 +98,12 @@ def add_parser(sub: Any) -> None:
     rl.add_argument("--quick", action="store_true", help="the quick size (about a minute; a smoke test)")
     rl.add_argument("--size", choices=tuple(SIZES), help="a built-in size (default: default, about an hour on 2 cores)")
     rl.add_argument("--store", help="SQLite results store (default OUT/rl_store.db); a rerun skips the units it holds")
-    rl.add_argument("--workers", type=int, default=1, help="worker processes (default 1); results do not depend on it")
+    rl.add_argument("--engine", choices=tuple(ENGINES), help="the learning library: sb3 (Stable-Baselines3, the "
+                    "default) or rllib (Ray RLlib, units as Ray tasks); over a spec file's engine")
+    rl.add_argument("--workers", type=int, default=1, help="worker processes, or a local Ray's CPUs for the rllib "
+                    "engine (default 1); results do not depend on it")
+    rl.add_argument("--address", help="run the units as Ray tasks on the Ray cluster at this address "
+                    "(any engine; default: local processes for sb3, a local Ray for rllib)")
     rl.add_argument("--dry-run", action="store_true", help="print the units, run nothing")
     rl.add_argument("--readme", action="store_true", help="also write the rl-study block of docs/rl.md and "
                     "copy the curves to docs/rl_curves.png (under --root)")

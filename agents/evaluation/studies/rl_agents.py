@@ -11,11 +11,15 @@ The study names agents by short names (:func:`parse_agent`):
 * ``"ppo+NAME"``: PPO on ``MemoryObservation(env, NAME)``, ``NAME`` a registered
   memory (``tepa``, ``lww``, ``oracle-reset``, ...) or an import path
   ``package.module:ClassName`` (your own memory);
+* ``"ppo-mdp-twin"``: PPO trained and evaluated on the environment's fully observed
+  twin (``TEPA/<name>-MDP-v0``, ``observe_truth=True``: the current correct value is
+  part of the observation), the ceiling of a learned policy on that drift;
 
-or by a table (``label``, ``algorithm``, ``memory``, ``frame_stack``), where
+or by a table (``label``, ``algorithm``, ``memory``, ``frame_stack``, ``twin``), where
 ``algorithm`` is ``"ppo"``, ``"recurrent-ppo"`` or, for your own policy, an
 import path accepted by the engine (for the ``sb3`` engine: a
-Stable-Baselines3 ``BaseAlgorithm`` subclass taking ``MlpPolicy``).
+Stable-Baselines3 ``BaseAlgorithm`` subclass taking ``MlpPolicy``; the ``rllib``
+engine refuses one).
 
 **The engine seam.** One unit of the study is one (agent, environment, training
 seed): a :class:`TrainJob`, small and picklable, sent to a worker process. An
@@ -23,11 +27,13 @@ seed): a :class:`TrainJob`, small and picklable, sent to a worker process. An
 its checkpoints and at the end (per-task success and phase of every held-out
 episode), the time split and the library versions. Engines are named in
 :data:`ENGINES` by import path and loaded in the worker (:func:`load_engine`), so
-this module imports no learning library. ``"sb3"`` (``SB3Engine`` in
-:mod:`tepa_envs.wrappers.sb3_engine`) is the one built; it lives in the wrappers room
-because it wraps environments with :mod:`tepa_envs.wrappers`, which nothing under
-``agents/`` may import (``tests/test_layout.py``). An RLlib engine is
-a class with the same members (:class:`Engine`: ``name``, ``missing(agent)``,
+this module imports no learning library. Two are built: ``"sb3"`` (``SB3Engine`` in
+:mod:`tepa_envs.wrappers.sb3_engine`, units in local worker processes) and ``"rllib"``
+(``RLlibEngine`` in :mod:`tepa_envs.wrappers.rllib_engine`, units as Ray tasks on a
+local Ray or a cluster). They live in the wrappers room because they wrap
+environments with :mod:`tepa_envs.wrappers`, which nothing under ``agents/`` may
+import (``tests/test_layout.py``). Another engine is a class with the same members
+(:class:`Engine`: ``name``, ``uses_ray``, ``missing(agent)``,
 ``check(agent, env_id, env_kwargs)``, ``train(job)``) named in :data:`ENGINES`, or
 given to the study as an import path ``package.module:Class``; the study, the
 store, the statistics and the outputs do not change.
@@ -42,30 +48,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import tepa_envs
+
 FRAME_STACK = 4
 """Observations stacked by ``ppo-framestack``: the current one and the three before it."""
 ALGORITHMS: tuple[str, ...] = ("ppo", "recurrent-ppo")
 """Algorithms named without an import path."""
-ENGINES: dict[str, str] = {"sb3": "tepa_envs.wrappers.sb3_engine:SB3Engine"}
+ENGINES: dict[str, str] = {"sb3": "tepa_envs.wrappers.sb3_engine:SB3Engine",
+                           "rllib": "tepa_envs.wrappers.rllib_engine:RLlibEngine"}
 """Engine name -> where its class lives: ``FILE.py:Class`` (a file of the checkout) or an
-import path ``package.module:Class`` (an ``"rllib"`` entry would go here)."""
+import path ``package.module:Class``."""
+TWIN_AGENT = "ppo-mdp-twin"
+"""PPO on each environment's fully observed twin (``TEPA/<name>-MDP-v0``): the ceiling of a learned policy."""
 CHECKOUT = Path(__file__).resolve().parents[3]
 """The checkout holding ``agents/`` (and ``benchmarks/``, where the ``sb3`` engine lives)."""
 
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One agent: its label, algorithm, memory (``None``: none) and frames stacked."""
+    """One agent: its label, algorithm, memory (``None``: none), frames stacked, and whether it
+    trains and is evaluated on the environment's fully observed twin."""
 
     label: str
     algorithm: str = "ppo"
     memory: str | None = None
     frame_stack: int = 1
+    twin: bool = False
 
     def identity(self) -> dict[str, Any]:
-        """The JSON form recorded in the store (what makes two agents the same)."""
-        return {"label": self.label, "algorithm": self.algorithm, "memory": self.memory,
-                "frame_stack": self.frame_stack}
+        """The JSON form recorded in the store (what makes two agents the same; ``twin`` only when
+        set, so the agents that existed before it keep their unit ids)."""
+        found: dict[str, Any] = {"label": self.label, "algorithm": self.algorithm, "memory": self.memory,
+                                 "frame_stack": self.frame_stack}
+        if self.twin:
+            found["twin"] = True
+        return found
 
     @property
     def oracle(self) -> bool:
@@ -82,18 +99,20 @@ def parse_agent(value: Any, where: str = "agents") -> AgentSpec:
             return AgentSpec("recurrent-ppo", algorithm="recurrent-ppo")
         if value == "ppo-framestack":
             return AgentSpec("ppo-framestack", frame_stack=FRAME_STACK)
+        if value == TWIN_AGENT:
+            return AgentSpec(TWIN_AGENT, twin=True)
         if value.startswith("ppo+") and len(value) > 4:
             return AgentSpec(value, memory=value[4:])
         raise ValueError(f"{where}: unknown agent {value!r}; use ppo, recurrent-ppo, ppo-framestack, "
-                         "ppo+MEMORY or a table {label, algorithm, memory, frame_stack}")
+                         f"{TWIN_AGENT}, ppo+MEMORY or a table {{label, algorithm, memory, frame_stack, twin}}")
     if not isinstance(value, dict):
         raise TypeError(f"{where}: an agent is a name or a table, got {type(value).__name__}")
-    unknown = set(value) - {"label", "algorithm", "memory", "frame_stack"}
+    unknown = set(value) - {"label", "algorithm", "memory", "frame_stack", "twin"}
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                         "allowed: label, algorithm, memory, frame_stack")
+                         "allowed: label, algorithm, memory, frame_stack, twin")
     label, algorithm = value.get("label"), value.get("algorithm", "ppo")
-    memory, frames = value.get("memory"), value.get("frame_stack", 1)
+    memory, frames, twin = value.get("memory"), value.get("frame_stack", 1), value.get("twin", False)
     if not isinstance(label, str) or not label or "|" in label:
         raise TypeError(f"{where}.label must be a non-empty string without '|', got {label!r}")
     if not isinstance(algorithm, str) or not (algorithm in ALGORITHMS or ":" in algorithm):
@@ -103,7 +122,9 @@ def parse_agent(value: Any, where: str = "agents") -> AgentSpec:
         raise TypeError(f"{where}.memory must be a memory name or import path (a string), got {memory!r}")
     if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= 64:
         raise ValueError(f"{where}.frame_stack must be an integer from 1 to 64, got {frames!r}")
-    return AgentSpec(label, algorithm, memory, frames)
+    if not isinstance(twin, bool):
+        raise TypeError(f"{where}.twin must be true or false, got {twin!r}")
+    return AgentSpec(label, algorithm, memory, frames, twin)
 
 
 @dataclass(frozen=True)
@@ -153,6 +174,20 @@ class TrainJob:
     def describe(self) -> str:
         return f"{self.agent.label} on {self.env_id}, training seed {self.train_seed}"
 
+    def target_env(self) -> tuple[str, dict[str, Any]]:
+        """The id and kwargs the agent trains and is evaluated on: ``env_id``, or for a twin agent
+        its fully observed twin (:func:`twin_of`)."""
+        return (twin_of(self.env_id) if self.agent.twin else self.env_id), dict(self.env_kwargs)
+
+
+def twin_of(env_id: str) -> str:
+    """The fully observed twin of ``env_id`` (``tepa_envs.twin_id``); ``ValueError`` for an id
+    that has none (the twins are those of ``tepa_envs.TASK_STREAM_IDS``)."""
+    if env_id not in tepa_envs.TASK_STREAM_IDS:
+        raise ValueError(f"{env_id} has no fully observed twin; the twin agent runs on "
+                         f"{', '.join(tepa_envs.TASK_STREAM_IDS)}")
+    return tepa_envs.twin_id(env_id)
+
 
 SEED_STRIDE = 1000
 """Training seeds ``s`` seed sub-environments ``s * 1000 + i``; held-out seeds start at :data:`EVAL_SEED_START`."""
@@ -194,6 +229,8 @@ class Engine(Protocol):
     """What the study needs from a learning library (see the module docstring)."""
 
     name: str
+    uses_ray: bool
+    """Whether the study runs the engine's units as Ray tasks (a local Ray, or ``--address``)."""
 
     def missing(self, agent: AgentSpec) -> str | None:
         """Why ``agent`` cannot run here (a library not installed), or ``None``."""
@@ -245,5 +282,6 @@ def train_unit(job: TrainJob) -> TrainResult:
     return load_engine(job.engine).train(job)
 
 
-__all__ = ["ALGORITHMS", "ENGINES", "EVAL_SEED_START", "FRAME_STACK", "SEED_STRIDE", "CHECKOUT", "AgentSpec", "Engine",
-           "Evaluation", "Hyper", "TrainJob", "TrainResult", "engine_names", "load_engine", "parse_agent", "train_unit"]
+__all__ = ["ALGORITHMS", "ENGINES", "EVAL_SEED_START", "FRAME_STACK", "SEED_STRIDE", "CHECKOUT", "TWIN_AGENT",
+           "AgentSpec", "Engine", "Evaluation", "Hyper", "TrainJob", "TrainResult", "engine_names", "load_engine",
+           "parse_agent", "train_unit", "twin_of"]

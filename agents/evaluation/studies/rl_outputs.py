@@ -1,10 +1,11 @@
 """The RL study's files: ``rl.json``, ``rl.csv``, ``curves.png``, ``rl.md`` and ``manifest.json`` (last).
 
-``rl.json`` (``rl_version`` 1): ``spec`` (the study's settings, agents, environments,
-training seeds, held-out seeds as ``[first, count]``), ``notes``, ``agents``, ``oracles``,
+``rl.json`` (``rl_version`` 2): ``spec`` (the study's settings, ``engine`` among them, agents,
+environments, training seeds, held-out seeds as ``[first, count]``), ``notes``, ``agents``, ``oracles``,
+``twins`` (agents on the fully observed twin),
 ``train_seeds``, ``unit_s`` (the units' wall seconds summed), ``smallest_p_value`` (the floor of the sign-flip test at this many
-seeds), ``alpha``, ``versions`` (torch, stable-baselines3, sb3-contrib, gymnasium,
-numpy, python, torch threads), ``memory_agents`` (PPO with a memory that is not an oracle), ``wall_s`` (this run's), ``units`` (planned, skipped,
+seeds), ``alpha``, ``versions`` (the engine's libraries: torch, stable-baselines3, sb3-contrib or ray;
+gymnasium, numpy, python, torch threads), ``memory_agents`` (PPO with a memory that is not an oracle), ``wall_s`` (this run's), ``units`` (planned, skipped,
 trained); ``envs``, one object each with ``env_id``, ``label``, ``kwargs``, ``phases``,
 ``drift_phases``, ``drift_score`` (``"reversal"`` or ``"after first change"``) and
 ``agents``: label -> ``success`` (phase, ``overall``, ``drift`` -> ``mean``, ``ci_low``,
@@ -31,6 +32,8 @@ from tepa_envs.agents.evaluation.outputs.files import (
 )
 
 FILES: tuple[str, ...] = ("rl.json", "rl.csv", "curves.png", "rl.md")
+MIN_GAP = 0.05
+"""A twin gap below this is reported as no gap (the share of it an agent closes would be noise)."""
 BLOCK = "rl-study"
 """The generated block in ``docs/rl.md``."""
 
@@ -61,11 +64,13 @@ def csv_text(data: dict[str, Any]) -> str:
 
 
 def winners(data: dict[str, Any]) -> list[str]:
-    """One generated sentence per environment: the best agent that is not an oracle, the best
-    explicit memory against ``ppo`` and ``recurrent-ppo``, the LSTM against ``ppo`` (Holm), the bound."""
+    """One generated sentence per environment: the best agent that is neither an oracle nor on the
+    twin, the best explicit memory against ``ppo`` and ``recurrent-ppo``, the LSTM against ``ppo``
+    (Holm), the bound and the twin's ceiling."""
     lines = []
     tests = {(c["env"], c["agent"], c["other"]): c for c in data["comparisons"]}
     memories = set(data.get("memory_agents", []))
+    bounds = set(data["oracles"]) | set(data["twins"])
 
     def versus(env: str, agent: str, other: str) -> str | None:
         c = tests.get((env, agent, other))
@@ -79,7 +84,7 @@ def winners(data: dict[str, Any]) -> list[str]:
     for env in data["envs"]:
         label = env["label"]
         scores = {a: row["success"]["drift"]["mean"] for a, row in env["agents"].items()
-                  if a not in data["oracles"] and "drift" in row["success"]}
+                  if a not in bounds and "drift" in row["success"]}
         if not scores:
             continue
         best = max(scores, key=lambda a: scores[a])
@@ -97,6 +102,11 @@ def winners(data: dict[str, Any]) -> list[str]:
                  if o in env["agents"] and "drift" in env["agents"][o]["success"]]
         if bound:
             parts.append(f"bound: {', '.join(bound)}")
+        for twin in data["twins"]:
+            if twin in env["agents"] and "drift" in env["agents"][twin]["success"]:
+                gap = versus(label, twin, "ppo")
+                parts.append(f"ceiling: {twin} {env['agents'][twin]['success']['drift']['mean']:.2f}"
+                             + (f", {gap}" if gap else ""))
         lines.append(f"* **{label}** ({env['drift_score']} score): " + "; ".join(parts) + ".")
     return lines
 
@@ -142,13 +152,41 @@ def markdown(data: dict[str, Any], figure: str | None = None) -> str:
         lines.append(f"| {agent} | {', '.join(paths)} | {mean('env_steps_per_s'):,.0f} | {mean('env_s'):.1f} | "
                      f"{mean('policy_s'):.1f} | {mean('update_s'):.1f} | {mean('eval_s'):.1f} | "
                      f"{mean('train_steps_per_s'):,.0f} |")
-    lines += ["", "Who wins where (drift score; oracle agents excluded; paired sign-flip tests by training seed, "
-              f"Holm over {len(data['comparisons'])} comparisons; with {len(data['train_seeds'])} seeds the "
+    lines += twin_gap(data)
+    lines += ["", "Who wins where (drift score; oracle and twin agents excluded; paired sign-flip tests by "
+              f"training seed, Holm over {len(data['comparisons'])} comparisons; with {len(data['train_seeds'])} seeds the "
               f"smallest possible p is {data['smallest_p_value']:.3g}):", ""]
     lines += winners(data)
     if figure:
         lines += ["", f"![Drift-phase success against environment steps]({figure})"]
     return "\n".join(line for line in lines).rstrip() + "\n"
+
+
+def twin_gap(data: dict[str, Any]) -> list[str]:
+    """The partial-observability table: per environment the gap ``twin - ppo`` in drift score and
+    the share of it each other agent closes, ``(agent - ppo) / (twin - ppo)`` (empty without a
+    twin agent or ``ppo``)."""
+    envs, twins = data["envs"], data["twins"]
+    if not twins or "ppo" not in data["agents"]:
+        return []
+    twin = twins[0]
+
+    def drift(env: dict[str, Any], agent: str) -> float:
+        return float(env["agents"][agent]["success"].get("drift", {"mean": float("nan")})["mean"])
+
+    gaps = [drift(e, twin) - drift(e, "ppo") for e in envs]
+    lines = ["", f"The partial-observability gap: drift score of {twin} (the same PPO on the fully observed "
+             f"twin) minus ppo's, and the share of that gap each agent closes, (agent - ppo) / ({twin} - ppo); "
+             f"'-' where the gap is under {MIN_GAP:.2f}:", "",
+             "| | " + " | ".join(e["label"] for e in envs) + " |", "|---|" + "---|" * len(envs),
+             f"| gap ({twin} - ppo) | " + " | ".join(f"{g:+.2f}" for g in gaps) + " |"]
+    for agent in data["agents"]:
+        if agent in ("ppo", twin):
+            continue
+        cells = [f"{(drift(e, agent) - drift(e, 'ppo')) / g:.2f}" if g >= MIN_GAP else "-"
+                 for e, g in zip(envs, gaps)]
+        lines.append(f"| {agent} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def curves_figure(data: dict[str, Any]) -> Any:
@@ -164,7 +202,7 @@ def curves_figure(data: dict[str, Any]) -> Any:
     for ax, env in zip(axes[0], envs):
         for k, (agent, row) in enumerate(env["agents"].items()):
             curve = row["curve"]
-            style = "--" if agent in data["oracles"] else "-"
+            style = "--" if agent in data["oracles"] else (":" if agent in data["twins"] else "-")
             ax.plot(curve["steps"], curve["mean"], style, color=colors(k % 10), label=agent, lw=1.5)
             ax.fill_between(curve["steps"], curve["ci_low"], curve["ci_high"], color=colors(k % 10), alpha=0.15)
         ax.set_title(f"{env['label']} ({env['drift_score']})", fontsize=10)
@@ -194,4 +232,4 @@ def write_rl(data: dict[str, Any], out: Path) -> list[str]:
     return list(FILES)
 
 
-__all__ = ["BLOCK", "FILES", "csv_text", "curves_figure", "markdown", "winners", "write_rl"]
+__all__ = ["BLOCK", "FILES", "MIN_GAP", "csv_text", "curves_figure", "markdown", "twin_gap", "winners", "write_rl"]

@@ -41,8 +41,8 @@ study resumes without redoing finished units.
 checks all of it before anything runs or is written)::
 
     name = "rl-default"
-    engine = "sb3"
-    agents = ["ppo", "recurrent-ppo", "ppo-framestack", "ppo+tepa", "ppo+oracle-reset",
+    engine = "sb3"                 # or "rllib" (Ray RLlib; tepa-bench rl --engine rllib overrides)
+    agents = ["ppo", "recurrent-ppo", "ppo-framestack", "ppo+tepa", "ppo+oracle-reset", "ppo-mdp-twin",
               {label = "ppo+mine", memory = "my_pkg.memories:MyMemory"}]
     envs = ["TEPA/RegimeDrift-v0", {id = "TEPA/RegimeDrift-v0", kwargs = {n_keys = 2}, label = "two keys"}]
     train_seeds = 5                # 0..4, or a list
@@ -79,7 +79,7 @@ import tepa_envs  # noqa: F401  (registers the environments)
 from tepa_envs.agents.evaluation.analysis.statistics import (
     bootstrap_cis, holm_bonferroni, paired_permutation_tests, smallest_p_value,
 )
-from tepa_envs.agents.evaluation.engine.backends import LocalBackend, chunks
+from tepa_envs.agents.evaluation.engine.backends import LocalBackend, RayBackend, RayNotInstalled, chunks, ray_available
 from tepa_envs.agents.evaluation.engine.executor import BatchResult, run_batches
 from tepa_envs.agents.evaluation.engine.jobs import MethodSpec
 from tepa_envs.agents.evaluation.engine.pool import JobError, leave_if_terminating
@@ -88,16 +88,19 @@ from tepa_envs.agents.evaluation.engine.store import (
     Episode, Store, decode_phase, decode_success, encode_phase, encode_success, immediate_transaction,
 )
 from tepa_envs.agents.evaluation.studies.rl_agents import (
-    ENGINES, EVAL_SEED_START, SEED_STRIDE, AgentSpec, Evaluation, Hyper, TrainJob, TrainResult, load_engine,
-    parse_agent, train_unit,
+    ENGINES, EVAL_SEED_START, SEED_STRIDE, TWIN_AGENT, AgentSpec, Evaluation, Hyper, TrainJob, TrainResult,
+    load_engine, parse_agent, train_unit,
 )
 from tepa_envs.agents.evaluation.studies.suite import SHORT_NAMES, scenario
 
-RL_VERSION = 1
-"""Layout version of ``rl.json``."""
+RL_VERSION = 2
+"""Layout version of ``rl.json`` (2 added ``twins``)."""
 AGENTS: tuple[str, ...] = ("ppo", "recurrent-ppo", "ppo-framestack", "ppo+tepa", "ppo+tepa-regime", "ppo+lww",
                            "ppo+append-only", "ppo+reactive-forgetting", "ppo+oracle-reset")
 """The study's agents by default (``ppo+oracle-reset`` is the bound: it is told the true changes)."""
+CEILING_AGENTS: tuple[str, ...] = (*AGENTS, TWIN_AGENT)
+"""The quick and medium sizes' agents: :data:`AGENTS` and PPO on each environment's fully observed
+twin, the ceiling of a learned policy (the ``default`` size adds it with its next published run)."""
 ENVS: tuple[str, ...] = ("TEPA/RegimeDrift-v0", "TEPA/RegimeDrift-ManyKeys-v0", "TEPA/RegimeDrift-Poisson-v0",
                          "TEPA/PreferenceStream-v0")
 """Controlled drift, two multi-key suite scenarios and the preference stream."""
@@ -108,16 +111,18 @@ MAX_UNITS = 100_000
 SIZES: dict[str, dict[str, Any]] = {
     # about a minute on 2 cores (the tests run it): a smoke test, not a measurement
     "quick": {"name": "rl-quick", "envs": ["TEPA/RegimeDrift-v0", "TEPA/RegimeDrift-Poisson-v0"],
-              "train_seeds": 2, "timesteps": 2048, "checkpoints": 2, "eval_episodes": 8, "curve_episodes": 4},
+              "agents": list(CEILING_AGENTS), "train_seeds": 2, "timesteps": 2048, "checkpoints": 2,
+              "eval_episodes": 8, "curve_episodes": 4},
     # about 20 minutes on 2 cores
-    "medium": {"name": "rl-medium", "train_seeds": 5, "timesteps": 25_000, "checkpoints": 6,
-               "eval_episodes": 32, "curve_episodes": 16},
+    "medium": {"name": "rl-medium", "agents": list(CEILING_AGENTS), "train_seeds": 5, "timesteps": 25_000,
+               "checkpoints": 6, "eval_episodes": 32, "curve_episodes": 16},
     # about an hour on 2 cores
     "default": {"name": "rl-default", "train_seeds": 5, "timesteps": 80_000, "checkpoints": 8,
                 "eval_episodes": 32, "curve_episodes": 16},
 }
-"""The built-in sizes (``tepa-bench rl --size``); each uses every agent of :data:`AGENTS`
-(``recurrent-ppo`` left out, with a note, when sb3-contrib is not installed)."""
+"""The built-in sizes (``tepa-bench rl --size``): ``quick`` and ``medium`` use :data:`CEILING_AGENTS`,
+``default`` :data:`AGENTS` (an agent the engine cannot run here, ``recurrent-ppo`` without
+sb3-contrib, left out with a note)."""
 
 _TOP_KEYS = {"name", "engine", "agents", "envs", "train_seeds", "timesteps", "checkpoints", "eval_episodes",
              "curve_episodes", "fast_path", "alpha", "hyper"}
@@ -340,15 +345,18 @@ def _check_agents(spec: RLSpec, check_engine: bool) -> None:
                 raise type(exc)(f"agents[{i}] ({agent.label}) on {env.env_id}: {str(exc).splitlines()[0]}") from None
 
 
-def builtin_spec(size: str) -> RLSpec:
-    """A built-in size (:data:`SIZES`); ``recurrent-ppo`` is left out, with a note, when the engine cannot run it."""
+def builtin_spec(size: str, engine: str = "sb3") -> RLSpec:
+    """A built-in size (:data:`SIZES`) on ``engine``; an agent the engine cannot run here
+    (``recurrent-ppo`` without sb3-contrib) is left out, with a note."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, got {size!r}")
-    data = dict(SIZES[size])
-    engine = load_engine(data.get("engine", "sb3"))
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    data = {**SIZES[size], "engine": engine}
+    runner = load_engine(engine)
     agents, notes = [], []
-    for name in AGENTS:
-        reason = engine.missing(parse_agent(name))
+    for name in data.get("agents", AGENTS):
+        reason = runner.missing(parse_agent(name))
         if reason:
             notes.append(f"{name} left out: {reason}")
         else:
@@ -357,8 +365,9 @@ def builtin_spec(size: str) -> RLSpec:
     return parse_rl_spec(data, notes=notes)
 
 
-def load_rl_spec(path: str | Path) -> RLSpec:
-    """The :class:`RLSpec` of a TOML file (read with the sweep specs' limits)."""
+def load_rl_spec(path: str | Path, engine: str | None = None) -> RLSpec:
+    """The :class:`RLSpec` of a TOML file (read with the sweep specs' limits); ``engine``, when
+    given, replaces the file's ``engine``."""
     raw = read_spec_bytes(path)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
@@ -366,6 +375,8 @@ def load_rl_spec(path: str | Path) -> RLSpec:
         raise ValueError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: malformed TOML: {' '.join(str(exc).split())}") from None
+    if engine is not None:
+        data["engine"] = engine
     try:
         return parse_rl_spec(data)
     except (TypeError, ValueError) as exc:
@@ -377,6 +388,7 @@ _UNITS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS rl_units (
     unit_id TEXT PRIMARY KEY,
     study TEXT NOT NULL,
+    engine TEXT NOT NULL DEFAULT 'sb3',
     env_id TEXT NOT NULL,
     agent TEXT NOT NULL,
     train_seed INTEGER NOT NULL,
@@ -402,9 +414,13 @@ def unit_id(spec: RLSpec, job: TrainJob) -> str:
 
 
 def prepare_store(store: Store) -> None:
-    """Add the ``rl_units`` table to ``store`` (nothing when it is there)."""
+    """Add the ``rl_units`` table to ``store`` (nothing when it is there); a table written before
+    the ``engine`` column existed gets it, its rows marked ``sb3`` (the one engine then)."""
     with immediate_transaction(store.connection):
         store.connection.execute(_UNITS_SCHEMA)
+        columns = {row[1] for row in store.connection.execute("PRAGMA table_info(rl_units)")}
+        if "engine" not in columns:
+            store.connection.execute("ALTER TABLE rl_units ADD COLUMN engine TEXT NOT NULL DEFAULT 'sb3'")
 
 
 def finished_units(store: Store, spec: RLSpec) -> set[str]:
@@ -442,9 +458,9 @@ def store_unit(store: Store, spec: RLSpec, job: TrainJob, result: TrainResult) -
     finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with immediate_transaction(store.connection):
         store.connection.execute(
-            "INSERT OR REPLACE INTO rl_units (unit_id, study, env_id, agent, train_seed, final_cell, curve, "
-            "timesteps, timing, path, versions, finished_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (unit_id(spec, job), spec.digest(), job.env_id, job.agent.label, job.train_seed, ids[0],
+            "INSERT OR REPLACE INTO rl_units (unit_id, study, engine, env_id, agent, train_seed, final_cell, curve, "
+            "timesteps, timing, path, versions, finished_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (unit_id(spec, job), spec.digest(), spec.engine, job.env_id, job.agent.label, job.train_seed, ids[0],
              json.dumps([[e.step, cell] for e, cell in zip(result.curve, ids[1:])]), result.timesteps,
              json.dumps(result.timing), result.path, json.dumps(result.versions), finished))
 
@@ -474,12 +490,26 @@ class RunOutcome:
     interrupted: bool = False
 
 
-def run_study(spec: RLSpec, store: Store, *, workers: int = 1,
+def study_backend(spec: RLSpec, workers: int, address: str | None = None) -> LocalBackend | RayBackend:
+    """Where the units run: Ray tasks (one CPU each) for an engine that uses Ray or when
+    ``address`` names a cluster (a local Ray with ``workers`` CPUs without it), else
+    ``workers`` local processes (1: this process)."""
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if address is not None or load_engine(spec.engine).uses_ray:
+        if not ray_available():
+            raise RayNotInstalled(f"engine {spec.engine!r} runs its units on Ray: pip install 'tepa-envs[clients]'")
+        return RayBackend(workers, address)
+    return LocalBackend(workers)
+
+
+def run_study(spec: RLSpec, store: Store, *, workers: int = 1, address: str | None = None,
               progress: Callable[[int, int], None] | None = None,
               on_unit: Callable[[TrainJob], None] | None = None) -> RunOutcome:
     """Train every unit of ``spec`` that ``store`` does not hold, each written as it finishes
-    (``on_unit(job)`` after each is stored). Units run in ``workers`` processes (1: this
-    process); results do not depend on ``workers``. A unit that raises stops the run
+    (``on_unit(job)`` after each is stored). Units run where :func:`study_backend` says
+    (``workers`` local processes, 1: this process; Ray tasks for the ``rllib`` engine or with
+    ``address``); results do not depend on ``workers``. A unit that raises stops the run
     (:class:`~tepa_envs.agents.evaluation.engine.pool.JobError`, naming the unit) after the
     units running are stored."""
     prepare_store(store)
@@ -489,7 +519,7 @@ def run_study(spec: RLSpec, store: Store, *, workers: int = 1,
     outcome = RunOutcome(len(jobs), len(jobs) - len(todo), 0)
     if not todo:
         return outcome
-    backend = LocalBackend(workers)
+    backend = study_backend(spec, workers, address)
     batches = chunks(todo, 1)
     errors: list[JobError] = []
 
@@ -650,7 +680,8 @@ def analyse(spec: RLSpec, records: Sequence[UnitRecord]) -> dict[str, Any]:
     versions = records[0].versions if records else {}
     return {"rl_version": RL_VERSION, "spec": spec.to_json(), "notes": list(spec.notes), "agents": labels,
             "oracles": [a.label for a in spec.agents if a.oracle],
-            "memory_agents": [a.label for a in spec.agents if a.memory is not None and not a.oracle],
+            "twins": [a.label for a in spec.agents if a.twin],
+            "memory_agents": [a.label for a in spec.agents if a.memory is not None and not a.oracle and not a.twin],
             "train_seeds": seeds,
             "unit_s": float(sum(r.timing["total_s"] for r in records)),
             "smallest_p_value": smallest_p_value(len(seeds)), "alpha": spec.alpha, "versions": versions,

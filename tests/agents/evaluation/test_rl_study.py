@@ -17,7 +17,7 @@ from tepa_envs.agents.evaluation.engine.store import Store  # noqa: E402
 from tepa_envs.agents.evaluation.outputs.files import verify_manifest  # noqa: E402
 from tepa_envs.agents.evaluation.studies.rl_agents import train_unit  # noqa: E402
 from tepa_envs.agents.evaluation.studies.rl_study import (  # noqa: E402
-    AGENTS, ENVS, SIZES, builtin_spec, finished_units, load_rl_spec, parse_rl_spec, prepare_store, read_units,
+    AGENTS, CEILING_AGENTS, ENVS, SIZES, builtin_spec, finished_units, load_rl_spec, parse_rl_spec, prepare_store, read_units,
     run_study,
 )
 
@@ -42,13 +42,15 @@ def test_quick_size_end_to_end_writes_the_documented_schema(tmp_path, capsys):
     assert set(manifest["files"]) == {"rl.json", "rl.csv", "curves.png", "rl.md"}
     assert {"torch", "stable-baselines3", "sb3-contrib"} <= set(manifest["library_versions"])
     data = json.loads((out / "rl.json").read_text())
-    assert data["rl_version"] == 1 and data["agents"] == list(AGENTS) and data["oracles"] == ["ppo+oracle-reset"]
-    assert data["versions"]["torch_threads"] == "1" and data["units"]["trained"] == len(AGENTS) * 2 * 2
+    assert data["rl_version"] == 2 and data["agents"] == list(CEILING_AGENTS)
+    assert data["oracles"] == ["ppo+oracle-reset"] and data["twins"] == ["ppo-mdp-twin"]
+    assert data["spec"]["engine"] == "sb3" and "ppo-mdp-twin" not in data["memory_agents"]
+    assert data["versions"]["torch_threads"] == "1" and data["units"]["trained"] == len(CEILING_AGENTS) * 2 * 2
     assert [e["env_id"] for e in data["envs"]] == ["TEPA/RegimeDrift-v0", "TEPA/RegimeDrift-Poisson-v0"]
     paths = set()
     for env in data["envs"]:
         assert env["drift_score"] == ("reversal" if env["label"] == "paper" else "after first change")
-        for agent in AGENTS:
+        for agent in CEILING_AGENTS:
             row = env["agents"][agent]
             assert set(row["success"]) >= {*env["phases"][:1], "overall", "drift"}
             for est in row["success"].values():
@@ -62,12 +64,14 @@ def test_quick_size_end_to_end_writes_the_documented_schema(tmp_path, capsys):
             paths.add(row["path"])
     assert paths == {"native", "python"}  # batched memories on RegimeDrift, per-env wrappers for the others
     assert {(c["agent"], c["other"]) for c in data["comparisons"]} >= {("ppo+tepa", "ppo"),
-                                                                      ("ppo+tepa", "recurrent-ppo")}
+                                                                      ("ppo+tepa", "recurrent-ppo"),
+                                                                      ("ppo-mdp-twin", "ppo")}
     with open(out / "rl.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert {r["agent"] for r in rows} == set(AGENTS) and {"drift", "overall"} <= {r["score"] for r in rows}
+    assert {r["agent"] for r in rows} == set(CEILING_AGENTS) and {"drift", "overall"} <= {r["score"] for r in rows}
     table = (out / "rl.md").read_text()
     assert "| ppo+tepa |" in table and "Who wins where" in table and "steps/s" in table
+    assert "| gap (ppo-mdp-twin - ppo) |" in table and "ceiling: ppo-mdp-twin" in table
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
