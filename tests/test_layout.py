@@ -3,8 +3,12 @@
 * Dependencies point one way: ``tepa_envs`` <- ``agents`` <- ``wrappers``. No module
   under ``tepa_envs/`` imports ``tepa_envs.agents`` or ``tepa_envs.wrappers``; no
   module under ``agents/`` imports ``tepa_envs.wrappers``.
-* The task contract is declared, not discovered: no ``hasattr``/``getattr`` probes
-  for its members by name.
+* Contracts are declared, not discovered: the library (``tepa_envs/``, ``agents/``,
+  ``wrappers/``) makes no ``getattr``/``hasattr`` call with a literal attribute name,
+  except on the targets of :data:`ALLOWED_PROBES`, none of them an environment, a
+  memory or a reader, each with its reason. What an environment, a memory or a reader
+  may offer is declared (``tepa_envs.core.contracts``, ``agents/memories/protocol.py``,
+  ``agents/readers/protocol.py``) and checked with ``isinstance`` when it is optional.
 """
 
 from __future__ import annotations
@@ -21,9 +25,42 @@ FORBIDDEN_IMPORTS = {
     "tepa_envs": ("tepa_envs.agents", "tepa_envs.wrappers"),
     "agents": ("tepa_envs.wrappers",),
 }
-CONTRACT_MEMBERS = frozenset({
-    "choices", "to_action", "stated_value", "trial", "trials_spent", "reader_params", "memory_kwargs",
-    "on_phase_boundary", "trial_budget_spent", "offers_trials",
+#: ``(file, target expression, attribute)`` -> why a literal-name probe of that target is
+#: not a probe of a contract: modules and features of the platform or of a third party,
+#: and per-thread caches. Nothing here is an environment, a memory or a reader.
+ALLOWED_PROBES: dict[tuple[str, str, str], str] = {
+    ("tepa_envs/core/render.py", "_local", "canvas"): "threading.local cache: empty in a new thread",
+    ("agents/readers/lm_cache.py", "self._local", "conn"): "threading.local cache: empty in a new thread",
+    ("tepa_envs/file_ops/sandbox_paths.py", "_buffers", "buf"): "threading.local cache: empty in a new thread",
+    ("tepa_envs/file_ops/sandbox_paths.py", "os", "O_PATH"): "os flag that exists on Linux only",
+    ("tepa_envs/file_ops/sandbox_paths.py", "os", "geteuid"): "os function that exists on POSIX only",
+    ("tepa_envs/file_ops/sandbox.py", "os", "geteuid"): "os function that exists on POSIX only",
+    ("agents/evaluation/engine/spec.py", "os", "O_NONBLOCK"): "os flag that exists on POSIX only",
+    ("agents/evaluation/engine/spec.py", "os", "O_CLOEXEC"): "os flag that exists on POSIX only",
+    ("agents/evaluation/engine/spec.py", "os", "O_BINARY"): "os flag that exists on Windows only",
+    ("agents/evaluation/outputs/files.py", "os", "O_CLOEXEC"): "os flag that exists on POSIX only",
+    ("agents/evaluation/outputs/files.py", "os", "O_BINARY"): "os flag that exists on Windows only",
+    ("agents/evaluation/engine/spec.py", "tepa_envs", "__version__"): "a checkout that is not installed",
+    ("agents/evaluation/outputs/files.py", "tepa_envs", "__version__"): "a checkout that is not installed",
+    ("agents/evaluation/engine/pool.py", "module", "__file__"): "entries of sys.modules: built-in modules have none",
+    ("agents/evaluation/engine/pool.py", "atexit", "_run_exitfuncs"): "CPython internal, absent elsewhere",
+    ("agents/evaluation/engine/pool.py", "atexit", "_clear"): "CPython internal, absent elsewhere",
+    ("agents/evaluation/engine/pool.py", "weakref.finalize", "_registry"): "CPython internal, absent elsewhere",
+    ("agents/memories/batched.py", "np", "bitwise_count"): "numpy function new in numpy 2.0",
+    ("agents/readers/local_lm.py", "model.config", "tie_word_embeddings"):
+        "a Hugging Face model config (third party): not every architecture has the field",
+    ("wrappers/rllib.py", "config", "worker_index"): "RLlib's EnvContext (third party): a plain dict has none",
+}
+#: Probes in files their owners are rewriting now (issue 23 item 3); each goes once its
+#: file declares what it reads. Not a place for new entries.
+PENDING: frozenset[tuple[str, str, str]] = frozenset({
+    ("tepa_envs/core/stream.py", "self", "spec"),
+    ("agents/evaluation/studies/rl_study.py", "made.unwrapped", "drift"),
+    ("agents/evaluation/studies/suite.py", "unwrapped", "drift"),
+    ("agents/memories/tepa_regime.py", "self", "regime_window"),
+    # needs a public member of RegimeDriftVectorEnv (tepa_envs/regime_drift/vector.py) for its template
+    ("wrappers/vector_memory.py", "env.unwrapped", "_template"),
+    ("wrappers/vector_memory.py", "template", "key_noise"),
 })
 
 
@@ -91,17 +128,49 @@ def test_the_import_scan_sees_relative_and_dynamic_imports(tmp_path):
     assert "tepa_envs.agents.memories" in names
 
 
-def contract_probes(path: Path) -> list[str]:
-    """``hasattr``/``getattr`` calls whose attribute name is a contract member's literal."""
+def literal_probes(path: Path) -> list[tuple[int, tuple[str, str, str]]]:
+    """``(line, (file, target expression, attribute))`` of every ``getattr``/``hasattr``
+    call in ``path`` whose attribute name is a string literal."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("hasattr", "getattr") and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant) and node.args[1].value in CONTRACT_MEMBERS):
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.func.id}(..., {node.args[1].value!r})")
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+            found.append((node.lineno, (where, ast.unparse(node.args[0]), node.args[1].value)))
     return found
 
 
-@pytest.mark.parametrize("folder", sorted(PACKAGES))
-def test_no_attribute_probes_for_the_task_contract(folder):
-    assert [probe for path, _ in modules(folder) for probe in contract_probes(path)] == []
+def library_probes() -> list[tuple[int, tuple[str, str, str]]]:
+    return [probe for folder in sorted(PACKAGES) for path, _ in modules(folder) for probe in literal_probes(path)]
+
+
+def test_no_literal_name_probes_outside_the_allowlist():
+    """An environment, a memory or a reader is never asked whether it has a member: the
+    member is declared on its contract (with a default when it is optional) or its
+    capability is a ``runtime_checkable`` Protocol checked with ``isinstance``."""
+    offending = [f"{site[0]}:{line} {site[1]}.{site[2]}" for line, site in library_probes()
+                 if site not in ALLOWED_PROBES and site not in PENDING]
+    assert offending == [], "declare the member on the contract instead of probing for it"
+
+
+def test_every_allowed_probe_is_still_made_and_says_why():
+    made = {site for _, site in library_probes()}
+    assert [site for site in ALLOWED_PROBES if site not in made] == []  # a stale entry: remove it
+    assert all(reason.strip() for reason in ALLOWED_PROBES.values())
+    assert not set(ALLOWED_PROBES) & PENDING
+
+
+def test_the_probe_scan_sees_every_literal_name_probe(tmp_path):
+    source = ("def f(env, memory, reader):\n"
+              "    keys = getattr(env.unwrapped, 'known_keys', None)\n"
+              "    if hasattr(memory, \"audit_log\"):\n"
+              "        pass\n"
+              "    return getattr(reader, 'context', ''), getattr(env, name), getattr(os, 'O_CLOEXEC', 0)\n")
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    sites = [(line, site[1:]) for line, site in literal_probes(path)]
+    assert sorted(sites) == [(2, ("env.unwrapped", "known_keys")), (3, ("memory", "audit_log")),
+                             (5, ("os", "O_CLOEXEC")), (5, ("reader", "context"))]
+    flagged = [site for _, site in literal_probes(path) if site not in ALLOWED_PROBES]
+    assert len(flagged) == 4  # an allowlist entry names its file: the same probe elsewhere is flagged

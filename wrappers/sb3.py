@@ -75,7 +75,7 @@ class SB3VecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
         if attr_name == "render_mode":
-            return [getattr(self.venv, "render_mode", None)] * len(list(self._get_indices(indices)))
+            return [self.venv.render_mode] * len(list(self._get_indices(indices)))  # VectorEnv declares it
         raise AttributeError(f"SB3VecEnv offers no per-environment attribute {attr_name!r}")
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -14,6 +14,7 @@ from tepa_envs.agents.memories.protocol import Memory, hooks_of
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.agents.readers.task_access import task_access
 from tepa_envs.core import Record, check_positive_int
+from tepa_envs.core.contracts import NamedObservation, ValueActions
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, action_of, memory_view, top_record
 
 
@@ -90,19 +91,22 @@ class SharedMemory(BaseParallelWrapper):
 
     def observation_fields(self, agent: str | None = None) -> tuple[str, ...]:
         """Names of the entries of ``agent``'s observation (default: the first agent), in order:
-        the environment's own (its ``observation_fields()``, else ``obs[i]``), then the memory's view."""
+        the environment's own (its ``observation_fields()`` when it declares them,
+        :class:`~tepa_envs.core.contracts.NamedObservation`, else ``obs[i]``), then the memory's view;
+        the action values are named after the environment's values when its actions index them
+        (:class:`~tepa_envs.core.contracts.ValueActions`)."""
         agent = self.env.possible_agents[0] if agent is None else agent
         if agent not in self._n_actions:
             raise ValueError(f"unknown agent {agent!r}; agents are {self.env.possible_agents}")
-        inner_fields = getattr(self.env, "observation_fields", None)
-        if callable(inner_fields):
-            inner = tuple(inner_fields())
+        if isinstance(self.env, NamedObservation):
+            inner = tuple(self.env.observation_fields())
         else:
             inner = tuple(f"obs[{i}]" for i in range(self.env.observation_space(agent).shape[0]))
         n_actions = self._n_actions[agent]
-        values = getattr(self.env.unwrapped, "values", None)
-        if not (isinstance(values, (tuple, list)) and len(values) == n_actions):
-            values = range(n_actions)
+        unwrapped = self.env.unwrapped
+        values: Sequence[Any] = range(n_actions)
+        if isinstance(unwrapped, ValueActions) and len(unwrapped.values) == n_actions:
+            values = unwrapped.values
         return (inner + tuple(f"memory_value[{v}]" for v in values)
                 + tuple(name for name in MEMORY_ENTRIES if name != "memory_value"))
 

@@ -176,7 +176,7 @@ def _key_noise(env: VectorEnv) -> float:
     template = getattr(env.unwrapped, "_template", None)
     if template is not None and hasattr(template, "key_noise"):
         return float(template.key_noise)
-    spec = getattr(env, "spec", None)
+    spec = env.spec
     return float((spec.kwargs if spec is not None else {}).get("key_noise", 0.0))
 
 

@@ -15,9 +15,10 @@ check that fails and how:
 * **read-only retrieval**: retrieving twice in a row shows the same records;
 * **bad evidence** (memories built on :class:`~tepa_envs.agents.memories.protocol.MemoryBase`):
   evidence older than the last is refused with ``ValueError`` and changes nothing;
-* **audit log** (memories that keep one): ``audit_log`` is a tuple of
-  :class:`~tepa_envs.core.AuditEvent` whose replay gives ``states()`` when the memory
-  reports its states.
+* **audit log** (memories that keep one, :class:`~tepa_envs.agents.memories.protocol.AuditedMemory`):
+  ``audit_log`` is a tuple of :class:`~tepa_envs.core.AuditEvent` whose replay gives
+  ``states()`` when the memory reports its states
+  (:class:`~tepa_envs.agents.memories.protocol.ReportsStates`).
 
 >>> from tepa_envs.agents.memories import make_memory
 >>> check_memory(make_memory("tepa"))
@@ -34,7 +35,7 @@ import numpy as np
 from tepa_envs.core import AuditEvent, Evidence, Record
 from tepa_envs.error import TepaError
 
-from tepa_envs.agents.memories.protocol import MemoryBase
+from tepa_envs.agents.memories.protocol import AuditedMemory, Memory, MemoryBase, ReportsStates
 from tepa_envs.agents.memories.tepa import replay_audit
 
 KEYS: tuple[str, ...] = ("doc/report/csv", "doc/invoice/json", "img/photo/png")
@@ -71,9 +72,8 @@ def check_protocol(memory: Any) -> None:
     for member in ("observe", "retrieve", "reset"):
         if not callable(getattr(memory, member, None)):
             raise _fail("protocol", f"{type(memory).__name__} has no callable {member}()")
-    name = getattr(memory, "name", "unnamed")
-    if not isinstance(name, str) or not name.strip():
-        raise _fail("protocol", f"name must be a non-empty str, got {name!r}")
+    if isinstance(memory, Memory) and (not isinstance(memory.name, str) or not memory.name.strip()):
+        raise _fail("protocol", f"name must be a non-empty str, got {memory.name!r}")
 
 
 def check_records(memory: Any, stream: list[Evidence]) -> None:
@@ -138,16 +138,16 @@ def check_bad_evidence(memory: Any, stream: list[Evidence]) -> None:
 
 
 def check_audit_log(memory: Any, stream: list[Evidence]) -> None:
-    if not hasattr(memory, "audit_log"):
+    audited = memory if isinstance(memory, AuditedMemory) else None
+    if audited is None:
         return
     memory.reset()
     for evidence in stream:
         memory.observe(evidence)
-    log = memory.audit_log
+    log = audited.audit_log
     if not isinstance(log, tuple) or not all(isinstance(event, AuditEvent) for event in log):
         raise _fail("audit log", "audit_log must be a tuple of AuditEvent")
-    states = getattr(memory, "states", None)
-    if callable(states) and replay_audit(log) != states():
+    if isinstance(memory, ReportsStates) and replay_audit(log) != memory.states():
         raise _fail("audit log", "replaying audit_log does not give states()")
 
 

@@ -4,13 +4,18 @@ A memory method is any object with ``name``, ``observe``, ``retrieve`` and
 ``reset`` (:class:`Memory`). A method that needs more from the agent loop
 subclasses :class:`MemoryHooks` and overrides the hooks it uses; every hook has a
 no-op default, and the loop reaches them through :func:`hooks_of`, never by
-looking attributes up."""
+looking attributes up.
+
+What a memory may offer beyond the protocol is declared too: an audit log
+(:class:`AuditedMemory`), its records' states by id (:class:`ReportsStates`),
+both checked with ``isinstance``, and records whose ``score`` is a validity
+(:attr:`MemoryHooks.scores_are_validity`)."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
-from tepa_envs.core import Evidence, Record, TrialFn, check_str, validate_evidence
+from tepa_envs.core import AuditEvent, Evidence, LifecycleState, Record, TrialFn, check_str, validate_evidence
 
 
 @runtime_checkable
@@ -24,6 +29,25 @@ class Memory(Protocol):
     def retrieve(self, key: str, context: str = "") -> list[Record]: ...
 
     def reset(self) -> None: ...
+
+
+@runtime_checkable
+class AuditedMemory(Protocol):
+    """A memory that logs every change of a record's standing (the TEPA family, TwoStrike):
+    the drift metrics read its revocations from :attr:`audit_log`."""
+
+    @property
+    def audit_log(self) -> tuple[AuditEvent, ...]:
+        """Every lifecycle transition so far, in order (append-only)."""
+        ...
+
+
+@runtime_checkable
+class ReportsStates(Protocol):
+    """A memory that reports the current state of each record by its id (TEPA); replaying
+    its :attr:`~AuditedMemory.audit_log` must give the same states."""
+
+    def states(self) -> dict[int, LifecycleState]: ...
 
 
 class MemoryHooks:
@@ -46,7 +70,13 @@ class MemoryHooks:
       the task; a method uses it only through a named option (``on_notify``), off by
       default.
     * :attr:`trial_budget_spent`: trials this memory ran since its last reset.
+
+    And one declared capability: :attr:`scores_are_validity`.
     """
+
+    scores_are_validity: ClassVar[bool] = False
+    """Whether each record's ``score`` is the memory's posterior validity of its value, so a
+    language-model reader shows it as such (:func:`~tepa_envs.agents.readers.prompt.shows_validity`)."""
 
     def bind_trial(self, trial: TrialFn | None) -> None:
         """Keep (or drop, with ``None``) the environment's trial function."""

@@ -105,6 +105,6 @@ def make_memory(spec: str | Memory, **kwargs: Any) -> Memory:
         raise TypeError(f"bad arguments for memory {spec!r}: {exc}") from exc
     if not is_memory(memory):
         raise TypeError(f"{spec!r} did not produce a memory: it needs observe, retrieve and reset")
-    if not isinstance(getattr(memory, "name", None), str):
+    if not (isinstance(memory, Memory) and isinstance(memory.name, str)):
         raise TypeError(f"memory {spec!r} must have a string attribute 'name'")
     return memory

@@ -9,9 +9,12 @@ a reader for a member by name.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from tepa_envs.core import Record
+
+if TYPE_CHECKING:
+    from tepa_envs.agents.readers.prompt import Prompt
 
 
 @runtime_checkable
@@ -21,6 +24,20 @@ class Reader(Protocol):
     def reset(self, episode_seed: int | None = None) -> None: ...
 
     def choose(self, records: Sequence[Record], choices: Sequence[str], stated: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class PromptedReader(Reader, Protocol):
+    """A reader that decides by prompting a language model
+    (:class:`~tepa_envs.agents.readers.lm_base.LMReader`): the ``local-lm`` question reader
+    adds each hop's question to :attr:`context` while the reader chooses that hop's value."""
+
+    context: str
+    """The task's text, the question the prompt asks (set by ``begin_task``)."""
+
+    def prompt_for(self, records: Sequence[Record], choices: Sequence[str]) -> Prompt:
+        """The prompt this reader would send for ``records`` and ``choices``."""
+        ...
 
 
 class ReaderHooks:
@@ -43,4 +60,4 @@ def reader_hooks(reader: object) -> ReaderHooks:
     return reader if isinstance(reader, ReaderHooks) else NO_READER_HOOKS
 
 
-__all__ = ["NO_READER_HOOKS", "Reader", "ReaderHooks", "reader_hooks"]
+__all__ = ["NO_READER_HOOKS", "PromptedReader", "Reader", "ReaderHooks", "reader_hooks"]

@@ -393,7 +393,7 @@ def _search(anchor: tuple[str, ...], tokens: Sequence[Token], distance: Sequence
                 if not target or target in seen_entities:
                     continue
                 unexplained = sum(1 for f in ftoks if not any(f.matches(t) for t in tokens))
-                hop = Hop(info.key, value, getattr(records[0], "created", None))
+                hop = Hop(info.key, value, records[0].created)
                 score = (state.score + sum(tokens[i].weight for i in new) - HOP_COST
                          - (BRIDGE_COST if bridge else 0.0))
                 grown.append(_State(target, state.hops + (hop,), state.covered | new,

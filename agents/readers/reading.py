@@ -10,9 +10,10 @@
   the reader answers the question text by a chain of hops through the memory
   (:func:`tepa_envs.agents.readers.questions.answer_question`: an anchor entity,
   the question's relation words, each hop the memory's current value for a
-  known key). The known keys come from the environment's optional
-  ``known_keys()`` member (the keys of the ``info["evidence"]`` it streamed;
-  what a reader that kept the keys it was shown would know). The chain's last
+  known key). The known keys come from the environment's
+  :meth:`~tepa_envs.core.contracts.TaskEnv.known_keys` (the keys of the
+  ``info["evidence"]`` it streamed; what a reader that kept the keys it was shown
+  would know; ``()`` by default). The chain's last
   records go to the reader, which states one value. A keyed question is read
   as :func:`read_chain` reads it.
 * **Question readers** (:data:`QUESTION_READERS`): how :func:`read_question` takes a
@@ -55,6 +56,7 @@ from typing import Any, Callable, Mapping, Sequence
 from tepa_envs.core import LifecycleState
 
 from tepa_envs.agents.readers.evidence_reader import EvidenceReader
+from tepa_envs.agents.readers.protocol import PromptedReader
 from tepa_envs.agents.readers.task_access import TaskAccess
 from tepa_envs.agents.readers.questions import FactIndex, Hop, QuestionReading, answer_question
 
@@ -120,19 +122,10 @@ def _hop(key: str, value: str, records: list[Any]) -> Hop:
     return Hop(key, value, None if used is None else used.created)
 
 
-def _known_keys(task: TaskAccess) -> tuple[str, ...]:
-    env = task.env
-    try:
-        member = env.get_wrapper_attr("known_keys") if hasattr(env, "get_wrapper_attr") else env.known_keys
-    except AttributeError:
-        return ()
-    return tuple(member())
-
-
 def _within_key(records: Sequence[Any], key: str, rank: Callable[[Any], Any]) -> list[Any]:
     """``records`` with those of ``key`` sorted by ``rank`` in the places they held (a memory
     that retrieves other keys' records too, e.g. a lexical one, keeps its own order of keys)."""
-    places = [i for i, r in enumerate(records) if getattr(r, "key", key) == key]
+    places = [i for i, r in enumerate(records) if r.key == key]
     out = list(records)
     for i, record in zip(places, sorted((records[i] for i in places), key=rank)):
         out[i] = record
@@ -162,9 +155,9 @@ def _language_model(records: Sequence[Any], reader: Any, key: str) -> list[Any]:
     """``local-lm``: the agent's language-model reader chooses the hop's value among the
     values the records show (one decision per conflicting hop, cached by prompt)."""
     values = {r.value for r in records}
-    if len(values) <= 1 or not hasattr(reader, "prompt_for"):
+    if len(values) <= 1 or not isinstance(reader, PromptedReader):
         return list(records)
-    question = getattr(reader, "context", "")
+    question = reader.context
     subject, _, frame = key.partition("|")
     hop = " ".join(frame.replace("{S}", subject).replace("{O}", "...").split())
     reader.context = f"{question}\nThis step asks for: {hop}"
@@ -195,7 +188,7 @@ def _read_question(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess,
             shown[key] = order(records, reader, key) if order is not None and len(records) > 1 else records
         return shown[key]
 
-    reading = answer_question(context, state.index_of(_known_keys(task)), retrieve_once) if context else \
+    reading = answer_question(context, state.index_of(tuple(task.known_keys())), retrieve_once) if context else \
         QuestionReading("", failure="no question")
     state.last = reading
     records = retrieve_once(reading.hops[-1].key) if reading.hops else []

@@ -25,6 +25,8 @@ class TaskAccess:
     trial: TrialFn | None
     """The environment's trial function, or ``None`` when it offers no trials."""
     env: Any
+    known_keys: Callable[[], tuple[str, ...]]
+    """The keys of the evidence the environment streamed so far (``()``: its tasks name their key)."""
 
     def trials_spent(self) -> dict[str, int]:
         """Trials run in the environment since its last reset, per kind."""
@@ -41,10 +43,10 @@ def task_access(env: Any) -> TaskAccess:
         if isinstance(env, gym.Env):
             member = env.get_wrapper_attr
             access = TaskAccess(member("choices"), member("to_action"), member("stated_value"),
-                                member("trial") if member("offers_trials") else None, env)
+                                member("trial") if member("offers_trials") else None, env, member("known_keys"))
         else:
             access = TaskAccess(env.choices, env.to_action, env.stated_value,
-                                env.trial if env.offers_trials else None, env)
+                                env.trial if env.offers_trials else None, env, env.known_keys)
     except AttributeError as exc:
         name = type(env.unwrapped if isinstance(env, gym.Env) else env).__name__
         raise TypeError(f"{name} does not implement the task contract "

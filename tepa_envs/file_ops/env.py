@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from typing import Any, Mapping
 
 import numpy as np
@@ -14,9 +15,10 @@ from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.core.drift import DriftSchedule, draw_timeline, refuse_outcome_model, resolve_schedule
 from tepa_envs.file_ops.formats import (DOMAINS, FORMATS, WRITER_CONFIGS, Table, configs_of, consume, draw_numbers,
                            format_of, make_table, record_values, write_table)
-from tepa_envs.file_ops.sandbox import Sandbox, SandboxError, default_sandbox_parent
+from tepa_envs.file_ops.sandbox import Sandbox, SandboxError, default_sandbox_parent, install_sigterm_cleanup
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
 from tepa_envs.core.notify import DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RATE, DEFAULT_NOTIFY, check_notify
+from tepa_envs.core.contracts import DriftPhases
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv, check_observe_truth
 
 EXTENSIONS = {"csv": "csv", "json": "json"}
@@ -59,7 +61,7 @@ def export_keys(n_domains: int) -> tuple[str, ...]:
     return tuple(f"export/{d}/{f}" for d in DOMAINS[:n_domains] for f in FORMATS)
 
 
-class FileOpsEnv(TaskStreamEnv):
+class FileOpsEnv(DriftPhases, TaskStreamEnv):
     """
     ## Description
 
@@ -141,10 +143,12 @@ class FileOpsEnv(TaskStreamEnv):
 
     ``env.unwrapped.sandbox`` is created at ``reset`` (a fresh private
     temporary directory each episode) and removed at ``close``, at garbage
-    collection, at interpreter exit, on SIGTERM, and when a step raises; the
-    sandbox of a process killed outright is removed by the next sandbox created
-    in the same directory, or by ``tepa-bench clean`` (see
-    :mod:`tepa_envs.file_ops.sandbox`). Each export is written to
+    collection, at interpreter exit, and when a step raises. The environment
+    installs no signal handler; a program that wants its sandboxes removed on
+    SIGTERM opts in with :func:`tepa_envs.file_ops.install_sigterm_cleanup`
+    (``tepa-bench`` does). The sandbox of a process killed outright (or by SIGTERM
+    without the opt-in) is removed by the next sandbox created in the same
+    directory, or by ``tepa-bench clean`` (see :mod:`tepa_envs.file_ops.sandbox`). Each export is written to
     ``outbox/<domain>.<csv|json>``, replacing the previous one; trials write to
     ``trials/``.
 
@@ -226,6 +230,14 @@ class FileOpsEnv(TaskStreamEnv):
     * ``observe_truth``: ``True`` makes the fully observed twin (the ``*-MDP-v0``
       ids register it): the observation gains, last, the index of the presented
       task's correct value (default ``False``); see "Observation Space".
+    * ``cleanup_on_sigterm``: ``True`` opts in to removing the sandbox when the process
+      is sent SIGTERM: each ``reset`` in the main thread calls
+      :func:`~tepa_envs.file_ops.sandbox.install_sigterm_cleanup`, which installs a
+      process-wide handler when SIGTERM has none (default ``False``: the environment
+      installs no signal handler). Meant for processes the program does not run itself,
+      such as the workers of ``gym.make_vec(..., vectorization_mode="async")``, which
+      ``close(terminate=True)`` ends with SIGTERM; elsewhere a program calls
+      ``install_sigterm_cleanup()`` itself.
     * ``schedule``: the CSV consumers' drift: ``"paper"`` (default, the four
       phases above), another preset of :data:`~tepa_envs.core.drift.PRESETS` built
       over ``phase_lengths`` (``"gradual"``, ``"async"``, ``"recurring"``,
@@ -249,10 +261,13 @@ class FileOpsEnv(TaskStreamEnv):
                  trial_cost: str = "free", schedule: str | DriftSchedule | Mapping[str, Any] = "paper",
                  info_schema: str = DEFAULT_INFO_SCHEMA, notify: str = DEFAULT_NOTIFY,
                  detect_delay: float = DEFAULT_DETECT_DELAY, false_alarm_rate: float = DEFAULT_FALSE_ALARM_RATE,
-                 observe_truth: bool = False) -> None:
+                 observe_truth: bool = False, cleanup_on_sigterm: bool = False) -> None:
         check_notify(notify, detect_delay, false_alarm_rate)  # refused before any state changes
         check_observe_truth(observe_truth)
+        if not isinstance(cleanup_on_sigterm, bool):
+            raise TypeError(f"cleanup_on_sigterm must be a bool, got {type(cleanup_on_sigterm).__name__}")
         phase_lengths = check_phase_lengths(phase_lengths)  # a dict or a huge length: refused before any allocation
+        self.cleanup_on_sigterm = cleanup_on_sigterm
         self.keys = export_keys(n_domains)
         self.n_domains = n_domains
         self.csv_fraction = check_probability("csv_fraction", csv_fraction)
@@ -300,6 +315,8 @@ class FileOpsEnv(TaskStreamEnv):
         self.trial_values = record_values(np.arange(n), draw_numbers(rng, n, self.max_records))
         self._ramp_draw = self.drift.draw_ramp(rng)  # only for gradual changes (no draw otherwise)
         self._table_cache: tuple[int, Table | None] = (-1, None)
+        if self.cleanup_on_sigterm and threading.current_thread() is threading.main_thread():
+            install_sigterm_cleanup()
         self.sandbox.reset()
         self._previous = (len(self.values), 0)
         self._feedback = ""

@@ -39,13 +39,18 @@ Guarantees:
   Creating a sandbox removes the sandboxes in the same parent directory whose
   owner is dead (killed with ``SIGKILL``, say); :func:`reclaim_orphans` and
   ``tepa-bench clean`` do it on demand.
-* **SIGTERM.** The first sandbox a process creates installs a ``SIGTERM``
-  handler, only when none is installed (the disposition is ``SIG_DFL``). It
-  removes the process's sandboxes, restores ``SIG_DFL`` and re-raises the signal,
-  so the process still dies of ``SIGTERM`` as before, and nothing else changes.
-  (Raising ``SystemExit`` instead would not clean up a forked ``multiprocessing``
-  worker, which leaves by ``os._exit`` without ``atexit``.) A handler installed
-  by the application is left alone; sandboxes then go at interpreter exit.
+* **SIGTERM**, by opting in. Creating a sandbox installs no signal handler: a
+  process-wide disposition is the program's choice, not an environment's. A
+  program that may be sent ``SIGTERM`` while it holds sandboxes calls
+  :func:`install_sigterm_cleanup` once, from its main thread (``tepa-bench``
+  does, for the length of a command); the handler removes the process's
+  sandboxes, restores ``SIG_DFL`` and re-raises the signal, so the process still
+  dies of ``SIGTERM`` as before, and nothing else changes. (Raising
+  ``SystemExit`` instead would not clean up a forked ``multiprocessing`` worker,
+  which leaves by ``os._exit`` without ``atexit``.) It is installed only when
+  ``SIGTERM`` has no handler; one installed by the program is left alone. Without
+  it, the sandboxes of a process that dies of ``SIGTERM`` are left as a
+  ``SIGKILL`` leaves them (see **Orphans**).
 """
 
 from __future__ import annotations
@@ -68,7 +73,8 @@ from tepa_envs.error import ResetNeeded
 from tepa_envs.file_ops.sandbox_paths import MAX_COMPONENT_CHARS, MAX_DEPTH, MAX_PATH_CHARS, PathArg, SandboxError
 
 __all__ = ["FileInfo", "default_sandbox_parent", "MAX_COMPONENT_CHARS", "MAX_DEPTH", "MAX_PATH_CHARS", "Orphan", "PathArg", "Sandbox",
-           "SandboxError", "default_sandbox_dirs", "reclaim_orphans"]
+           "SandboxError", "default_sandbox_dirs", "install_sigterm_cleanup", "reclaim_orphans",
+           "remove_sigterm_cleanup"]
 
 PREFIX = "tepa-sandbox-"
 _OWNED_NAME = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-(\d+)-[A-Za-z0-9_]+")
@@ -150,7 +156,6 @@ def owner_alive(pid: int, start: int, namespace: int) -> bool | None:
 
 # --------------------------------------------------------------- lifecycle
 _LIVE: dict[str, weakref.finalize] = {}  # this process's open sandboxes, for the SIGTERM handler
-_handler_pid = [0]
 
 
 def _remove_tree(root: str, root_fd: int, owner_pid: int) -> None:
@@ -185,16 +190,31 @@ def _on_sigterm(signum: int, frame: object) -> None:
     os.kill(os.getpid(), signum)
 
 
-def _install_sigterm_handler() -> None:
-    """Once per process: install :func:`_on_sigterm` when SIGTERM has no handler."""
-    if _handler_pid[0] == os.getpid() or not hasattr(signal, "SIGTERM"):
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # else: someone's handler, left alone
-            signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread: try again at the next reset
-        return
-    _handler_pid[0] = os.getpid()
+def install_sigterm_cleanup() -> bool:
+    """Opt in: on ``SIGTERM``, remove this process's sandboxes, then die of ``SIGTERM`` as
+    if no handler were installed (see the module's guarantees).
+
+    Installs the handler only when ``SIGTERM`` has none (its disposition is ``SIG_DFL``):
+    a handler the program installed is left alone. Returns whether this call installed
+    it (``False`` when it was installed already or another handler is). Python allows
+    signal handlers in the main thread only: ``ValueError`` in any other thread.
+    :func:`remove_sigterm_cleanup` undoes it."""
+    if threading.current_thread() is not threading.main_thread():
+        raise ValueError("install_sigterm_cleanup must be called from the main thread "
+                         "(Python installs signal handlers there only)")
+    if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:  # ours already, or the program's own
+        return False
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    return True
+
+
+def remove_sigterm_cleanup() -> None:
+    """Restore ``SIG_DFL`` when the handler of :func:`install_sigterm_cleanup` is installed
+    (any other handler is left alone); main thread only, as installing it."""
+    if threading.current_thread() is not threading.main_thread():
+        raise ValueError("remove_sigterm_cleanup must be called from the main thread")
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def default_sandbox_parent() -> str | None:
@@ -289,7 +309,7 @@ class Sandbox:
 
     The directory is created by :meth:`reset` and removed by :meth:`close`, when
     the object is garbage-collected, when the interpreter exits, or on SIGTERM
-    (see the module's guarantees). A closed sandbox (before the first
+    when the program opted in (:func:`install_sigterm_cleanup`; see the module's guarantees). A closed sandbox (before the first
     :meth:`reset`, or after :meth:`close`) raises Gymnasium's ``ResetNeeded``
     when used; :class:`SandboxError` is kept for paths and operations the
     sandbox refuses and for every failure of an operation. The tools are
@@ -342,7 +362,6 @@ class Sandbox:
             for orphan in orphans:
                 if orphan.left:
                     warnings.warn(_leftover_message(orphan.path, list(orphan.left)), RuntimeWarning, stacklevel=2)
-            _install_sigterm_handler()
             prefix = f"{PREFIX}{'-'.join(map(str, _owner_tag()))}-"
             try:
                 root = tempfile.mkdtemp(prefix=prefix, dir=parent)

@@ -23,11 +23,12 @@ from tepa_envs.preferences.users import (
 from tepa_envs.core.drift import DriftSchedule, refuse_outcome_model, resolve_schedule
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
 from tepa_envs.core.notify import DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RATE, DEFAULT_NOTIFY, check_notify
+from tepa_envs.core.contracts import DriftPhases
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv, check_observe_truth
 from tepa_envs.error import ResetNeeded
 
 
-class PreferenceStreamEnv(TaskStreamEnv):
+class PreferenceStreamEnv(DriftPhases, TaskStreamEnv):
     """
     ## Description
 
@@ -251,6 +252,7 @@ class PreferenceStreamEnv(TaskStreamEnv):
             "TEPA/PreferenceStream-v0", "the user's feedback has its own transient noise (noise_rate) and sessions "
             "pick their key by profile (main_profile_share)")
         self.keys = preference_keys(self.n_slots, self.n_contexts)
+        self.world: UserWorld | None = None  # drawn at each reset
         self.slot_values = {slot: SLOT_VALUES[slot][: self.n_values] for slot in SLOTS[: self.n_slots]}
         super().__init__(self.drift, tuple(v for vs in self.slot_values.values() for v in vs), render_mode,
                          trial_cost=trial_cost,
@@ -278,14 +280,15 @@ class PreferenceStreamEnv(TaskStreamEnv):
         return self.slot_values[slot_of(key)][index]
 
     def _present(self, t: int) -> Task:
-        key = self.keys[int(self.world.session_key[t])]
+        world = self._world()
+        key = self.keys[int(world.session_key[t])]
         correct = self.preference(key, t)
-        stated = correct if self.world.stated[t] else None
-        return Task(key, session_text(t, key, int(self.world.request[t]), stated), correct)
+        stated = correct if world.stated[t] else None
+        return Task(key, session_text(t, key, int(world.request[t]), stated), correct)
 
     def _execute(self, t: int, task: Task, value: str) -> Outcome:
         success = value == task.correct
-        reported = success != bool(self.world.noisy[t])
+        reported = success != bool(self._world().noisy[t])
         message = "user: that's what I wanted" if reported else "user: that's not what I wanted"
         self._previous = (self.to_action(value), int(reported))
         return Outcome(success, (Evidence(task.key, value, t, reported, "user-feedback"),), message)
@@ -322,7 +325,7 @@ class PreferenceStreamEnv(TaskStreamEnv):
         return np.flatnonzero(self._world().noisy)
 
     def _world(self) -> UserWorld:
-        world: UserWorld | None = getattr(self, "world", None)
+        world = self.world
         if world is None:
             raise ResetNeeded("call reset() before asking about the user")
         return world

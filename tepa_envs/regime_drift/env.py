@@ -14,6 +14,7 @@ from tepa_envs.core.drift import DriftSchedule, Timeline, draw_timeline, resolve
 from tepa_envs.core.schedule import draw_phase_values
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
 from tepa_envs.core.notify import DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RATE, DEFAULT_NOTIFY, check_notify
+from tepa_envs.core.contracts import DriftPhases
 from tepa_envs.core.stream import Outcome, Task, TaskStreamEnv, check_observe_truth
 
 TASK_TYPES = ("summarize", "classify", "extract", "translate", "aggregate", "validate")
@@ -133,7 +134,7 @@ def build_world(rng: np.random.Generator, keys: tuple[str, ...], n_tools: int, t
     return regime, task_keys, evidence_keys
 
 
-class RegimeDriftEnv(TaskStreamEnv):
+class RegimeDriftEnv(DriftPhases, TaskStreamEnv):
     """
     ## Description
 

@@ -3,8 +3,10 @@
 An async ``gym.make_vec("TEPA/FileOps-v0", num_envs=8, vectorization_mode="async")``
 closed with ``close(terminate=True)``, or dropped without ``close()``, leaked every
 sub-environment's sandbox; so did SIGTERM or SIGKILL of a FileOps process. A
-process dying of SIGTERM must remove its sandboxes; what a SIGKILL leaves must be
-removed by the next sandbox created in the same directory, and by ``tepa-bench clean``.
+process that opted in (``install_sigterm_cleanup()``, or ``cleanup_on_sigterm=True``
+for the async workers) and dies of SIGTERM must remove its sandboxes; what a SIGKILL
+leaves, or a SIGTERM without the opt-in, must be removed by the next sandbox created
+in the same directory, and by ``tepa-bench clean``.
 
     python tests/file_ops/repro_leaks.py   # exit status 0: fixed, 1: reproduced
 """
@@ -27,6 +29,9 @@ HOLD_SCRIPT = r"""
 import sys, time
 import gymnasium as gym
 import tepa_envs  # noqa: F401
+from tepa_envs.file_ops import install_sigterm_cleanup
+if sys.argv[2] == "opt-in":
+    install_sigterm_cleanup()
 envs = [gym.make("TEPA/FileOps-v0", sandbox_dir=sys.argv[1]) for _ in range(2)]
 for env in envs:
     env.reset(seed=0)
@@ -40,7 +45,8 @@ import gc, os, sys
 import gymnasium as gym
 import tepa_envs  # noqa: F401
 directory, how, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-envs = gym.make_vec("TEPA/FileOps-v0", num_envs=n, vectorization_mode="async", sandbox_dir=directory)
+envs = gym.make_vec("TEPA/FileOps-v0", num_envs=n, vectorization_mode="async", sandbox_dir=directory,
+                    cleanup_on_sigterm=True)  # the workers are ended with SIGTERM
 envs.reset(seed=0)
 envs.step(envs.action_space.sample())
 opened = len([d for d in os.listdir(directory) if d.startswith("tepa-sandbox-")])
@@ -68,11 +74,13 @@ def _next_creation_leaves(directory: str) -> list[str]:
     return left
 
 
-def _killed(directory: str, signum: int) -> tuple[list[str], int]:
-    """Run a process holding two FileOps envs in ``directory``, send it ``signum``;
-    the sandboxes left right after it died, and its return code."""
+def _killed(directory: str, signum: int, opt_in: bool = False) -> tuple[list[str], int]:
+    """Run a process holding two FileOps envs in ``directory`` (having called
+    ``install_sigterm_cleanup()`` when ``opt_in``), send it ``signum``; the sandboxes
+    left right after it died, and its return code."""
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    with subprocess.Popen([sys.executable, "-c", HOLD_SCRIPT, directory], stdout=subprocess.PIPE, text=True,
+    how = "opt-in" if opt_in else "default"
+    with subprocess.Popen([sys.executable, "-c", HOLD_SCRIPT, directory, how], stdout=subprocess.PIPE, text=True,
                           cwd=directory, env=env) as proc:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -98,7 +106,7 @@ def sigkill(directory: str) -> list[str]:
 
 
 def sigterm(directory: str) -> list[str]:
-    left, code = _killed(directory, signal.SIGTERM)
+    left, code = _killed(directory, signal.SIGTERM, opt_in=True)
     problems = []
     if left:
         problems.append(f"SIGTERM: the process left {len(left)} sandboxes: {left}")
@@ -107,6 +115,22 @@ def sigterm(directory: str) -> list[str]:
     still = _next_creation_leaves(directory)
     if still:
         problems.append(f"SIGTERM: the next sandbox creation left {still}")
+    return problems
+
+
+def sigterm_without_opt_in(directory: str) -> list[str]:
+    """The environment installs no handler: SIGTERM leaves what SIGKILL leaves, and the
+    next creation removes it."""
+    left, code = _killed(directory, signal.SIGTERM)
+    problems = []
+    if len(left) != 2:
+        problems.append(f"SIGTERM without the opt-in: expected the 2 sandboxes to stay until reclaimed, "
+                        f"found {left} (did the environment install a handler?)")
+    if code != -signal.SIGTERM:
+        problems.append(f"SIGTERM without the opt-in: the process exited with {code}, not of SIGTERM")
+    still = _next_creation_leaves(directory)
+    if still:
+        problems.append(f"SIGTERM without the opt-in: the next sandbox creation left {still}")
     return problems
 
 
@@ -160,7 +184,7 @@ def vector_exit(directory: str) -> list[str]:
     return _vector(directory, "exit", 4)
 
 
-PARTS = [sigkill, sigterm, tepa_bench_clean, vector_terminate, vector_dropped, vector_exit]
+PARTS = [sigkill, sigterm, sigterm_without_opt_in, tepa_bench_clean, vector_terminate, vector_dropped, vector_exit]
 
 
 def reproduce(parent_dir: str) -> list[str]:

@@ -71,8 +71,8 @@ def test_every_state_legal_operations_reach_pickles(tmp_path: Path):
     _run_part("repro_pickle_depth", "reproduce", tmp_path)
 
 
-@pytest.mark.parametrize("part", ["sigkill", "sigterm", "tepa_bench_clean", "vector_terminate", "vector_dropped",
-                                  "vector_exit"])
+@pytest.mark.parametrize("part", ["sigkill", "sigterm", "sigterm_without_opt_in", "tepa_bench_clean",
+                                  "vector_terminate", "vector_dropped", "vector_exit"])
 def test_sandboxes_of_dead_processes_are_removed(tmp_path: Path, part: str):
     _run_part("repro_leaks", part, tmp_path)
 
@@ -264,25 +264,73 @@ def test_a_zombie_owner_is_dead(tmp_path: Path):
     child.wait()
 
 
-def test_the_sigterm_handler_is_installed_only_when_none_is(tmp_path: Path):
+def test_no_sigterm_handler_is_installed_unless_the_program_opts_in(tmp_path: Path):
     script = r"""
-import signal, sys
+import signal, sys, threading
+import gymnasium as gym
+import tepa_envs
+from tepa_envs.file_ops import install_sigterm_cleanup, remove_sigterm_cleanup
 from tepa_envs.file_ops.sandbox import Sandbox
 mine = lambda signum, frame: None
-if sys.argv[2] == "own":
-    signal.signal(signal.SIGTERM, mine)
+def name(handler):
+    if handler == signal.SIG_DFL:
+        return "default"
+    return "mine" if handler is mine else getattr(handler, "__name__", str(handler))
+seen = []
 s = Sandbox(parent_dir=sys.argv[1])
 s.reset()
-handler = signal.getsignal(signal.SIGTERM)
-print("own" if handler is mine else getattr(handler, "__name__", handler))
+env = gym.make("TEPA/FileOps-v0", sandbox_dir=sys.argv[1])
+env.reset(seed=0)
+env.step(0)
+seen.append(name(signal.getsignal(signal.SIGTERM)))  # the default: nothing installed
+env.close()
+opted = gym.make("TEPA/FileOps-v0", sandbox_dir=sys.argv[1], cleanup_on_sigterm=True)
+opted.reset(seed=0)
+seen.append(name(signal.getsignal(signal.SIGTERM)))  # the env argument opts in at reset
+opted.close()
+remove_sigterm_cleanup()
+seen.append(name(signal.getsignal(signal.SIGTERM)))
+seen.append(str(install_sigterm_cleanup()) + str(install_sigterm_cleanup()))  # installed once
+remove_sigterm_cleanup()
+signal.signal(signal.SIGTERM, mine)
+seen.append(str(install_sigterm_cleanup()) + name(signal.getsignal(signal.SIGTERM)))  # the program's kept
+remove_sigterm_cleanup()
+seen.append(name(signal.getsignal(signal.SIGTERM)))
+errors = []
+thread = threading.Thread(target=lambda: errors.append(_try()))
+def _try():
+    try:
+        install_sigterm_cleanup()
+    except ValueError as exc:
+        return "ValueError" if "main thread" in str(exc) else str(exc)
+    return "installed"
+thread.start(); thread.join()
+seen += errors
 s.close()
+print(" ".join(seen))
 """
-    seen = {}
-    for mode in ("own", "none"):
-        out = subprocess.run([sys.executable, "-c", script, str(tmp_path), mode], capture_output=True, text=True,
-                             check=True, cwd=tmp_path)
-        seen[mode] = out.stdout.strip()
-    assert seen == {"own": "own", "none": "_on_sigterm"}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                         check=True, cwd=tmp_path, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    assert out.stdout.split() == ["default", "_on_sigterm", "default", "TrueFalse", "Falsemine", "mine", "ValueError"]
+
+
+def test_tepa_bench_opts_in_for_the_length_of_a_command_only(tmp_path: Path):
+    script = r"""
+import signal, sys
+from tepa_envs.agents.evaluation.cli import app
+seen = []
+original = app.cmd_clean
+def spy(args):
+    seen.append(getattr(signal.getsignal(signal.SIGTERM), "__name__", "other"))
+    return original(args)
+app.cmd_clean = spy
+seen.append(str(app.main(["clean", "--dir", sys.argv[1]])))
+seen.append(str(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL))
+print(" ".join(seen))
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                         check=True, cwd=tmp_path)
+    assert out.stdout.split()[-3:] == ["_on_sigterm", "0", "True"], out.stdout + out.stderr
 
 
 def test_tepa_bench_clean_defaults_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -6,6 +6,7 @@ import argparse
 import os
 import sqlite3
 import sys
+import threading
 from concurrent.futures.process import BrokenProcessPool
 from importlib.metadata import PackageNotFoundError, version
 from typing import Sequence
@@ -25,6 +26,7 @@ from tepa_envs.agents.evaluation.engine.pool import JobError
 from tepa_envs.agents.evaluation.engine.spec import SpecError
 from tepa_envs.agents.evaluation.engine.store import StoreError
 from tepa_envs.agents.evaluation.outputs.files import release_output_dir
+from tepa_envs.file_ops.sandbox import install_sigterm_cleanup, remove_sigterm_cleanup
 
 USAGE = """``tepa-bench``: evaluate memory methods on TEPA environments with paired statistics.
 
@@ -60,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tepa-bench", description=USAGE,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tepa-bench {installed_version()}")
+    # every command's namespace carries the options the shared code reads, at their "not given"
+    # values, so no command's code asks a namespace whether it has one
+    parser.set_defaults(seeds=None, workers=1, alpha=None, store=None, local_lm=False, reader_profile=None,
+                        reader_kwargs_parsed=None, argv=())
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_reader_profile(p: argparse.ArgumentParser) -> None:
@@ -178,20 +184,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if getattr(args, "seeds", None) is not None and not 1 <= args.seeds <= MAX_SEEDS:
+        if args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS:
             raise UsageError(f"--seeds must be between 1 and {MAX_SEEDS:,}, got {args.seeds}")
-        if getattr(args, "workers", 1) < 1:
+        if args.workers < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")
-        if getattr(args, "alpha", None) is not None and not 0.0 < args.alpha < 1.0:
+        if args.alpha is not None and not 0.0 < args.alpha < 1.0:
             raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
         if args.command == "reproduce" and args.setting not in (*REPRODUCIBLE, "all"):
             raise UsageError(f"unknown setting {args.setting!r}; valid: {', '.join(REPRODUCIBLE)}, all")
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
+        # FileOps sandboxes removed on SIGTERM too (the environment installs no handler itself);
+        # only from the main thread, and only for the command's length
+        cleanup = threading.current_thread() is threading.main_thread() and install_sigterm_cleanup()
         try:
             return args.func(args)
         finally:
             release_output_dir()  # the --out locks taken by output_dir()
+            if cleanup:
+                remove_sigterm_cleanup()
     except (UsageError, SpecError, StoreError, BackendError) as exc:
         print(f"tepa-bench: error: {exc}", file=sys.stderr)
         return 2

@@ -72,9 +72,8 @@ def parse_json_object(option: str, text: str | None) -> dict[str, Any]:
 def reader_profile_kwargs(args: argparse.Namespace, reader_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """``reader_kwargs`` under ``--reader-profile`` (the profile's parameters written out);
     a profile that cannot be read is a usage error."""
-    profile = getattr(args, "reader_profile", None)
     try:
-        return with_profile(reader_kwargs or {}, profile)
+        return with_profile(reader_kwargs or {}, args.reader_profile)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--reader-profile: {exc}") from None
 

@@ -48,7 +48,7 @@ def _run_store(args: argparse.Namespace, out: Path | None) -> Iterator[Any]:
     """The store ``tepa-bench run`` writes through: ``--store``, else a temporary one in
     ``--out`` (removed when the run ends), else one in memory."""
 
-    if getattr(args, "store", None):
+    if args.store:
         with Store.open(args.store) as store:
             yield store
         return
@@ -72,16 +72,16 @@ def _evaluate_and_write(args: argparse.Namespace, env_id: str, methods: list[str
                         label: str) -> Summary:
 
     log(args, f"{label}: {len(methods)} methods x {args.seeds} seeds on {env_id} ({args.workers} workers)")
-    reader_kwargs = getattr(args, "reader_kwargs_parsed", {})
+    reader_kwargs = args.reader_kwargs_parsed or {}
     spec = single_group_spec(env_id, env_kwargs, methods, range(args.seeds), reader_kwargs,
                              Statistics(alpha=args.alpha), name=label)
     with _run_store(args, out) as store:  # `run` and `sweep` share one path: episodes go through a store
         try:
             evaluation = evaluate_through_store(store, spec, LocalBackend(args.workers),
                                                 progress=not args.quiet,
-                                                command=["tepa-bench", *getattr(args, "argv", [])])
+                                                command=["tepa-bench", *args.argv])
         except KeyboardInterrupt:
-            if getattr(args, "store", None):
+            if args.store:
                 print(f"tepa-bench: interrupted; {store.count()} episodes are in {args.store}: rerun the same "
                       "command to resume", file=sys.stderr)
             raise
@@ -129,7 +129,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for name in names:
         if name == "facts":
             reproduce_all(["facts"], protocol, out, workers=args.workers, log=stage_log, progress=progress,
-                          facts_local_lm=bool(getattr(args, "local_lm", False)))
+                          facts_local_lm=bool(args.local_lm))
             print("\n== facts ==")
             print(format_facts_table(json.loads((out / "facts" / "results.json").read_text())))
             stage_log(f"facts: wrote {out / 'facts'}/ (results.json, manifest.json)")
@@ -184,7 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     out = output_dir(args.out) if args.out else None
-    if getattr(args, "store", None):
+    if args.store:
         _check_store(args.store)
     _evaluate_and_write(args, args.env_id, methods, env_kwargs, out, None, "run")
     return 0
@@ -224,7 +224,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             log(args, f"{spec.name}: {to_run:,} episodes to run on {where} ({already:,} already in {args.store})")
 
         outcome = execute(store, spec, backend, progress=not args.quiet,
-                          batch_size=args.batch, command=["tepa-bench", *getattr(args, "argv", [])],
+                          batch_size=args.batch, command=["tepa-bench", *args.argv],
                           label=spec.name, on_start=started)
         if outcome.interrupted:
             print(f"\ntepa-bench: interrupted; {outcome.already + outcome.ran:,} of {outcome.total:,} episodes are "

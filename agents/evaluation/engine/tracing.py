@@ -20,6 +20,7 @@ import numpy as np
 from tepa_envs.agents.evaluation.analysis.drift_metrics import REVOKED, EpisodeTrace
 from tepa_envs.agents.evaluation.analysis.settings import settings_for
 from tepa_envs.agents.evaluation.analysis.view_quality import View
+from tepa_envs.agents.memories.protocol import AuditedMemory
 from tepa_envs.agents.readers.agent import EpisodeObserver, EpisodeResult, MemoryAgent, run_episode
 from tepa_envs.agents.readers.task_access import TaskAccess, task_access
 from tepa_envs.core.step_info import evidence_of, is_scored
@@ -118,10 +119,10 @@ class DriftTracer(EpisodeObserver):
             self.trace.chosen.extend(chosen)
             self._scored = []
         assert self.agent is not None
-        log = getattr(self.agent.memory, "audit_log", None)
-        if isinstance(log, (tuple, list)):
-            self.trace.revocations = [(int(e.t), e.key, e.value) for e in log
-                                      if str(getattr(e.to_state, "value", e.to_state)) == REVOKED]
+        memory = self.agent.memory
+        if isinstance(memory, AuditedMemory):
+            self.trace.revocations = [(int(e.t), e.key, e.value) for e in memory.audit_log
+                                      if e.to_state == REVOKED]  # a str enum: equal to its value
 
     def _actions_of(self, key: str) -> dict[Any, str]:
         assert self.task is not None
