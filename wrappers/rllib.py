@@ -52,10 +52,12 @@ run as one native vector environment with the batched memory
 a vector entry point, so there sub-environment ``i`` of the runner seeded ``x``
 gets ``SeedSequence([x, i])``'s first word.
 
-**Not trainable.** ``TEPA/FactConsolidation-v0`` answers in free text (a
-``Text`` action space): RLlib's action distributions are categorical or
-Gaussian, so its creator raises a ``TypeError`` saying so; the project offers
-no discrete answer wrapper for it (score it with a reader, ``tepa-bench facts``).
+**FactConsolidation.** ``TEPA/FactConsolidation-v0`` answers in free text by
+default (``action_mode="text"``, a ``Text`` action space), which RLlib's
+categorical and Gaussian action distributions cannot take; RLlib trains on it
+with ``env_config={"action_mode": "choice"}`` (``Discrete(num_choices)``: one
+of the question's candidate answers, :data:`REQUIRED_CONFIG`). Without it the
+creator raises a ``ValueError`` naming the option.
 
 **The multi-agent world.** :data:`MULTI_AGENT_ENV_ID` builds
 ``shared_drift_v0.parallel_env(**kwargs)``, with ``"memory"`` wrapped in
@@ -94,7 +96,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without ray[rllib]
     raise DependencyNotInstalled("tepa_envs.wrappers.rllib needs Ray RLlib: pip install 'ray[rllib]'") from exc
 
-__all__ = ["CONFIG_KEYS", "MULTI_AGENT_ENV_ID", "NOT_TRAINABLE", "RLlibEnvCreator", "RunnerSeeding",
+__all__ = ["CONFIG_KEYS", "MULTI_AGENT_ENV_ID", "REQUIRED_CONFIG", "RLlibEnvCreator", "RunnerSeeding",
            "VectorRunnerSeeding", "make_rllib_env", "register_envs"]
 
 MULTI_AGENT_ENV_ID = "TEPA/SharedDrift-v0"
@@ -104,13 +106,15 @@ CONFIG_KEYS = ("memory", "memory_kwargs", "count_cap", "flat", "shared")
 """The ``env_config`` keys the creator reads itself (``"shared"``: the multi-agent world only);
 every other key is an argument of the environment."""
 
-NOT_TRAINABLE: dict[str, str] = {
+REQUIRED_CONFIG: dict[str, tuple[dict[str, Any], str]] = {
     "TEPA/FactConsolidation-v0": (
-        "TEPA/FactConsolidation-v0 answers in free text (a Text action space): RLlib's action "
-        "distributions are categorical or Gaussian, so RLlib cannot train on it, and tepa-envs offers no "
-        "discrete answer wrapper for it; score it with a reader instead (tepa-bench facts)"),
+        {"action_mode": "choice"},
+        ("TEPA/FactConsolidation-v0 answers in free text by default (action_mode='text', a Text action space), "
+         "which RLlib's categorical and Gaussian action distributions cannot take: pass "
+         "env_config={'action_mode': 'choice'} for Discrete(num_choices) answers (one of the question's candidates)")),
 }
-"""Registered ids RLlib cannot train on, with the reason their creator raises."""
+"""Registered ids RLlib trains on only with these ``env_config`` entries, and the reason their
+creator gives (a ``ValueError``) when one is missing or different."""
 
 
 def _seed_word(*entropy: int) -> int:
@@ -184,17 +188,19 @@ def make_rllib_env(env_id: str, config: Mapping[str, Any]) -> Any:
     :data:`MULTI_AGENT_ENV_ID`. The keys are described in the module docstring.
 
     Raises:
-        TypeError: ``env_id`` is not a str, a key has the wrong type, or ``env_id`` is one of
-            :data:`NOT_TRAINABLE`.
-        ValueError: ``env_id`` is not a registered id nor :data:`MULTI_AGENT_ENV_ID`.
+        TypeError: ``env_id`` is not a str or a key has the wrong type.
+        ValueError: ``env_id`` is not a registered id nor :data:`MULTI_AGENT_ENV_ID`, or
+            ``config`` lacks an entry of :data:`REQUIRED_CONFIG` (the message names it).
     """
     if not isinstance(env_id, str):
         raise TypeError(f"env_id must be a str, got {type(env_id).__name__}")
-    if env_id in NOT_TRAINABLE:
-        raise TypeError(NOT_TRAINABLE[env_id])
     if env_id != MULTI_AGENT_ENV_ID and env_id not in tepa_envs.ENV_IDS:
         raise ValueError(f"env_id must be one of {tepa_envs.ENV_IDS + (MULTI_AGENT_ENV_ID,)}, got {env_id!r}")
     ours, env_kwargs = _split(config)
+    required, reason = REQUIRED_CONFIG.get(env_id, ({}, ""))
+    for key, value in required.items():
+        if env_kwargs.get(key) != value:
+            raise ValueError(f"env_config[{key!r}] is {env_kwargs.get(key)!r}, not {value!r}: {reason}")
     worker_index = int(getattr(config, "worker_index", 0) or 0)
     memory = ours.get("memory")
     if env_id == MULTI_AGENT_ENV_ID:
@@ -272,8 +278,8 @@ def register_envs(env_ids: Sequence[str] | None = None) -> tuple[str, ...]:
     ``tepa_envs.ENV_IDS`` and :data:`MULTI_AGENT_ENV_ID`) with ``ray.tune.registry.register_env``,
     so ``PPOConfig().environment(env_id, env_config={...})`` builds it. Call it in the driver
     before building the algorithm (Ray ships the registry to remote runners). Ids of
-    :data:`NOT_TRAINABLE` are registered too, so asking for one raises the reason. Returns the
-    ids registered.
+    :data:`REQUIRED_CONFIG` are registered too: with their entries they train, without
+    them the creator raises the reason. Returns the ids registered.
 
     Raises:
         TypeError: ``env_ids`` is not a sequence of str.

@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tepa_envs.core import Evidence, check_positive_int, check_str
+from tepa_envs.core import Evidence, check_choice, check_int, check_positive_int, check_str
 from tepa_envs.core.contracts import TaskEnvDefaults
 from tepa_envs.core.render import RECENT, Frame, draw_frame
 from tepa_envs.core.step_info import (DEFAULT_INFO_SCHEMA, OracleInfo, StepInfo, check_info_schema, fixed_step_info,
@@ -20,6 +20,7 @@ from tepa_envs.core.step_info import (DEFAULT_INFO_SCHEMA, OracleInfo, StepInfo,
 from tepa_envs.core.stream import (RENDER_FPS, RENDER_MODES, _print, check_render_mode, check_reset_options,
                                    warn_render_unsupported)
 from tepa_envs.error import ResetNeeded
+from tepa_envs.facts.choices import CODE_BITS, MAX_CHOICES, AnswerIndex, Candidates, candidate_code, draw_candidates
 from tepa_envs.facts.data import check_length, check_split, generate_records
 from tepa_envs.facts.shaped import generate_shaped
 from tepa_envs.facts.extraction import induce_facts
@@ -55,6 +56,17 @@ ParsedFacts = tuple[tuple[tuple[int, str], ...], tuple[Evidence | None, ...], fr
 
 EXTRACTIONS = ("induced", "templates")
 GENERATORS = ("shaped", "classic")
+ACTION_MODES = ("text", "choice")
+DEFAULT_NUM_CHOICES = 4
+CHOICE_STREAM = 0xC401CE  # question i's candidates draw from SeedSequence([episode seed, CHOICE_STREAM, i])
+
+
+def check_action_mode(action_mode: object) -> str:
+    return check_choice("action_mode", check_str("action_mode", action_mode), ACTION_MODES)
+
+
+def check_num_choices(num_choices: object) -> int:
+    return check_int("num_choices", num_choices, low=2, high=MAX_CHOICES)  # type: ignore[arg-type]
 
 
 def check_generator(generator: object) -> str:
@@ -152,17 +164,35 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     ## Action Space
 
-    ``Text(256)``: the answer. Memorize steps accept and ignore any string.
+    ``action_mode="text"`` (default): ``Text(256)``, the answer. Memorize steps
+    accept and ignore any string.
+
+    ``action_mode="choice"``: ``Discrete(num_choices)``, the index of one of the
+    question's ``num_choices`` candidate answers (:mod:`tepa_envs.facts.choices`:
+    the current value, the stale value(s) its overridden facts give, and
+    distractors stated under the same frame, all from the episode's own keyed
+    facts, in an order drawn from the reset's seed). Memorize steps accept and
+    ignore any action. RL libraries whose models pick among discrete actions
+    (Stable-Baselines3, RLlib, Tianshou, the RL Zoo, CleanRL) train on this mode.
 
     ## Observation Space
 
     ``Dict(phase=Discrete(2), progress=Box(0, 1, (1,)))``: 0 while memorizing,
-    1 while answering, and the fraction of the episode's steps taken.
+    1 while answering, and the fraction of the episode's steps taken. With
+    ``action_mode="choice"`` also ``choices=MultiBinary(16 * num_choices)``: each
+    candidate of the question now presented as a 16-bit code of its normalised
+    text, candidate ``i`` in entries ``16 i`` to ``16 i + 15``
+    (:func:`~tepa_envs.facts.choices.candidate_code`: the same answer has the same
+    code wherever it appears; the code says nothing about which is correct), zeros
+    while no question is presented (one flat vector: TorchRL takes no 2-D
+    ``MultiBinary``). The texts are in ``info["choices"]``.
 
     ## Rewards
 
-    On question steps 1.0 when the answer is a substring exact match of a gold
-    alias after MemoryAgentBench's normalisation, else 0.0. Memorize steps: 0.0.
+    On question steps 1.0 when the answer (in ``"choice"`` mode the chosen
+    candidate's text) is a substring exact match of a gold alias after
+    MemoryAgentBench's normalisation, else 0.0. Memorize steps: 0.0. Exactly one
+    candidate scores.
 
     ## Episode End
 
@@ -196,11 +226,13 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     ``oracle`` (``{"phase", "phase_name", "phase_changed", "correct"}``, without
     the alias list; ``-1, "", False, ""`` at the terminal step), ``answer`` (str,
     ``""`` unless scored), ``qa_pair_id`` (str, ``""`` on memorize steps) and
-    ``chain`` (str: the relations joined by ``","``, ``""`` when none). With
+    ``chain`` (str: the relations joined by ``","``, ``""`` when none); with
+    ``action_mode="choice"`` also ``choices`` (str: the candidates of the question
+    now presented, in action order, joined by ``"\\n"``; ``""`` when none). With
     ``"rich"`` (the variable view) the keys are as above:
     ``evidence`` the list, ``oracle["answers"]`` the aliases, ``chain`` a list,
     ``success`` and ``answer`` only after a question, ``oracle`` only while a
-    step is presented.
+    step is presented, ``choices`` (a list) only while a question is presented.
 
     ## Rendering
 
@@ -239,6 +271,14 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
       "Rendering"); any other mode is accepted, as in Gymnasium, and :meth:`render`
       then warns and returns ``None``.
     * ``info_schema``: ``"fixed"`` (default) or ``"rich"``, see "Evidence and info".
+    * ``action_mode``: ``"text"`` (default: MemoryAgentBench's task as the paper
+      states it, a free-text answer scored by substring exact match, read by the
+      question readers of :mod:`tepa_envs.agents`) or ``"choice"`` (a
+      ``Discrete(num_choices)`` choice among candidates, for RL libraries; see
+      "Action Space"). Text mode is unchanged by the option.
+    * ``num_choices``: candidates per question with ``action_mode="choice"``
+      (default 4, from 2 to 16); ignored in text mode. A record with fewer distinct
+      answer values is refused at the question (``ValueError``).
     """
 
     metadata = {"render_modes": RENDER_MODES, "render_fps": RENDER_FPS}
@@ -246,8 +286,11 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     def __init__(self, split: str = "sh", length: str = "6k", chunk_facts: int = 40,
                  data_path: str | Path | None = None, render_mode: str | None = None,
                  extraction: str = "induced", generator: str = "shaped",
-                 info_schema: str = DEFAULT_INFO_SCHEMA) -> None:
+                 info_schema: str = DEFAULT_INFO_SCHEMA, action_mode: str = "text",
+                 num_choices: int = DEFAULT_NUM_CHOICES) -> None:
         self.info_schema = check_info_schema(info_schema)
+        self.action_mode = check_action_mode(action_mode)
+        self.num_choices = check_num_choices(num_choices)
         self.split = check_split(split)
         self.length = check_length(length)
         self.chunk_facts = check_positive_int("chunk_facts", chunk_facts)
@@ -258,12 +301,22 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         self._loaded = (None if self.data_path is None
                         else prepare_record(select_record(load_records(self.data_path), split, length),
                                             extraction=extraction))
-        self.observation_space = gym.spaces.Dict({
+        spaces: dict[str, gym.Space] = {
             "phase": gym.spaces.Discrete(2),
             "progress": gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
-        })
-        self.action_space = gym.spaces.Text(MAX_ANSWER_LENGTH, min_length=0,
-                                            charset="".join(sorted(ANSWER_CHARSET)))
+        }
+        self.action_space: gym.Space
+        if self.action_mode == "choice":
+            spaces["choices"] = gym.spaces.MultiBinary(self.num_choices * CODE_BITS)
+            self.action_space = gym.spaces.Discrete(self.num_choices)
+        else:
+            self.action_space = gym.spaces.Text(MAX_ANSWER_LENGTH, min_length=0,
+                                                charset="".join(sorted(ANSWER_CHARSET)))
+        self.observation_space = gym.spaces.Dict(spaces)
+        self._no_choices = np.zeros(self.num_choices * CODE_BITS, dtype=np.int8)
+        self._choice_seed = 0
+        self._candidates: dict[int, Candidates] = {}
+        self._answer_index: tuple[EpisodeData | None, AnswerIndex | None] = (None, None)
         self.data: EpisodeData | None = None
         self._known: tuple[int, tuple[str, ...]] = (-1, ())
         self._t = 0
@@ -275,11 +328,17 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         check_reset_options(options)
         super().reset(seed=seed)
+        data_seed = seed
         if self._loaded is not None:
             self.data = self._loaded
         else:
             data_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
             self.data = generated_episode(self.length, int(data_seed), self.split, self.extraction, self.generator)
+        if self.action_mode == "choice":
+            # the episode's seed (a draw only for an unseeded loaded record, whose text mode draws nothing):
+            # both modes draw the same records from the same resets
+            self._choice_seed = int(self.np_random.integers(0, 2**31 - 1)) if data_seed is None else int(data_seed)
+        self._candidates = {}
         self._n_chunks = -(-len(self.data.facts) // self.chunk_facts)
         self._n_steps = self._n_chunks + len(self.data.questions)
         self._t = 0
@@ -297,7 +356,10 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             raise ResetNeeded("call reset() before step()")
         if self._t >= self._n_steps:
             raise ResetNeeded("the episode has ended; call reset() to start a new one")
-        action = str(check_str("action", action))  # a numpy str_ (a vector env's action) reads as a str
+        if self.action_mode == "choice":
+            choice = self._choice_index(action)
+        else:
+            action = str(check_str("action", action))  # a numpy str_ (a vector env's action) reads as a str
         success: bool | None = None
         evidence: tuple[Evidence, ...] = ()
         if self._t < self._n_chunks:
@@ -306,6 +368,8 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             self._last_line = f"memorize chunk {self._t + 1}/{self._n_chunks}: {len(evidence)} facts"
         else:
             question = self.data.questions[self._t - self._n_chunks]
+            if self.action_mode == "choice":
+                action = self._question_candidates(self._t - self._n_chunks).texts[choice]
             success = substring_exact_match(action, question.answers) > 0.0
             self._last_line = (f"{question.qa_pair_id}: {question.text} -> {action!r} "
                                f"({'ok' if success else 'wrong'}; gold {question.answers[0]!r})")
@@ -332,8 +396,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         return None
 
     def _frame(self) -> Frame:
-        spec = getattr(self, "spec", None)
-        name = spec.id if spec is not None else type(self).__name__
+        name = self.spec.id if self.spec is not None else type(self).__name__
         if self.data is None:
             return Frame(name, "", "", (), (), 0, 1)
         t, n_chunks, n_steps = self._t, self._n_chunks, self._n_steps
@@ -356,12 +419,28 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
 
     # -------------------------------------------------------- language agents
     def choices(self, key: str) -> tuple[str, ...]:
-        """Answers are free text: there is no list of values to choose among."""
-        return ()
+        """Text mode: ``()``, answers are free text. Choice mode: the candidates of the
+        question now presented, in action order, whatever ``key`` (``()`` while none is)."""
+        check_str("key", key)
+        question = self._presented_question()
+        return () if question is None else self._question_candidates(question).texts
 
-    def to_action(self, value: str) -> str:
-        """The action that states ``value`` as the answer."""
-        return check_str("value", value)
+    def to_action(self, value: str) -> str | int:
+        """The action that states ``value`` as the answer. Text mode: ``value`` itself.
+        Choice mode: the index of the candidate ``value`` states (the one that normalises
+        alike, else the first whose normalised text occurs in ``value``'s), ``ValueError``
+        when it states none; ``0`` while no question is presented (every action is ignored)."""
+        check_str("value", value)
+        if self.action_mode == "text":
+            return value
+        question = self._presented_question()
+        if question is None:
+            return 0
+        candidates = self._question_candidates(question)
+        index = candidates.index_of(value)
+        if index is None:
+            raise ValueError(f"value {value!r} states none of the question's candidates {candidates.texts}")
+        return index
 
     def known_keys(self) -> tuple[str, ...]:
         """The keys of the evidence streamed so far this episode (what a reader that
@@ -384,7 +463,40 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     def _observation(self) -> dict[str, Any]:
         phase = int(self.data is not None and self._t >= self._n_chunks)
         progress = 0.0 if self.data is None else self._t / self._n_steps
-        return {"phase": phase, "progress": np.array([progress], dtype=np.float32)}
+        observation: dict[str, Any] = {"phase": phase, "progress": np.array([progress], dtype=np.float32)}
+        if self.action_mode == "choice":
+            question = self._presented_question()
+            observation["choices"] = self._no_choices.copy() if question is None else np.concatenate(
+                [candidate_code(text) for text in self._question_candidates(question).texts])
+        return observation
+
+    def _presented_question(self) -> int | None:
+        """The index of the question now presented, ``None`` while none is."""
+        if self.data is None or not self._n_chunks <= self._t < self._n_steps:
+            return None
+        return self._t - self._n_chunks
+
+    def _question_candidates(self, i: int) -> Candidates:
+        """Question ``i``'s candidates (choice mode), drawn once per episode from its own generator."""
+        candidates = self._candidates.get(i)
+        if candidates is None:
+            assert self.data is not None
+            index = self._answer_index[1] if self._answer_index[0] is self.data else None
+            if index is None:
+                index = AnswerIndex(self.data.evidence)
+                self._answer_index = (self.data, index)
+            question = self.data.questions[i]
+            candidates = self._candidates[i] = draw_candidates(
+                index, question.text, question.answers, self.split, self.num_choices,
+                np.random.default_rng([self._choice_seed, CHOICE_STREAM, i]))
+        return candidates
+
+    def _choice_index(self, action: Any) -> int:
+        """``TypeError`` unless ``action`` is an integer (a Python or NumPy int, or a 0-d integer
+        array), ``ValueError`` outside ``Discrete(num_choices)``."""
+        if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+            action = action.item()
+        return check_int("action", action, low=0, high=self.num_choices - 1)
 
     def _info(self, evidence: tuple[Evidence, ...], success: bool | None, answer: str) -> StepInfo:
         assert self.data is not None
@@ -402,12 +514,16 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
             if question.chain:
                 extra["chain"] = list(question.chain)
             extra["qa_pair_id"] = question.qa_pair_id
+            if self.action_mode == "choice":
+                extra["choices"] = list(self._question_candidates(self._t - self._n_chunks).texts)
             oracle = oracle_info(1, PHASES[1], self._t == self._n_chunks and self._t > 0, question.answers[0])
             oracle["answers"] = list(question.answers)
         if self.info_schema == "fixed":
+            own: dict[str, Any] = {} if self.action_mode == "text" else {"choices": "\n".join(extra.get("choices", ()))}
             return fixed_step_info(key=key, context=context, evidence=evidence, t=self._t,  # type: ignore[return-value]
                                    success=success, message=self._last_line if self._t else "", oracle=oracle,
                                    answer=str(answer) if success is not None else "",
-                                   qa_pair_id=str(extra.get("qa_pair_id", "")), chain=",".join(extra.get("chain", ())))
+                                   qa_pair_id=str(extra.get("qa_pair_id", "")), chain=",".join(extra.get("chain", ())),
+                                   **own)
         return step_info(key=key, context=context, evidence=evidence, t=self._t, success=success,
                          oracle=oracle, **extra)

@@ -3,7 +3,8 @@
 ``envs.single_observation_space.shape``, GAE, clipped updates) written out here in torch, over
 ``FlatObservation(MemoryObservation(...))`` and the plain ``FlatObservation``. ``Dict``
 observations have no ``shape`` (CleanRL's ``torch.zeros`` fails on them); the flat option is
-what makes this loop run unchanged.
+what makes this loop run unchanged. FactConsolidation runs it with ``action_mode="choice"``
+(``Discrete`` answers among candidates).
 
 Skipped, with the reason, without torch."""
 
@@ -112,6 +113,16 @@ def test_a_cleanrl_ppo_loop_runs_with_the_flat_option(env_id, memory):
     returns, agent = ppo(env_id, memory, phase_lengths=(10, 10, 10, 10))
     assert len(returns) >= 4 and all(np.isfinite(returns))
     assert all(torch.isfinite(p).all() for p in agent.parameters())
+
+
+@pytest.mark.parametrize("memory", [None, "tepa"])
+def test_a_cleanrl_ppo_loop_runs_on_fact_consolidation_with_choices(memory):
+    """One memorize step and 100 questions; the template front-end (the fastest to generate at
+    every reset) keys the questions, so the memory's view points at a candidate."""
+    returns, agent = ppo("TEPA/FactConsolidation-v0", memory, iterations=2, length="6k", chunk_facts=455,
+                         action_mode="choice", extraction="templates", generator="classic")
+    assert len(returns) >= 4 and all(0.0 <= r <= 100.0 for r in returns)  # 100 questions scored 0 or 1
+    assert int(agent.actor[-1].out_features) == 4 and all(torch.isfinite(p).all() for p in agent.parameters())
 
 
 def test_the_same_seed_gives_the_same_returns():

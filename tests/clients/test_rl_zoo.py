@@ -2,7 +2,8 @@
 hundred steps from a conf file (``--gym-packages tepa_envs``), with ``MemoryObservation`` or
 ``FlatObservation`` as the Zoo's ``env_wrapper`` or with the plain environment, and
 ``python -m rl_zoo3.enjoy`` replays the saved agent with ``render_mode="human"`` (the ansi
-frame printed).
+frame printed). FactConsolidation trains with ``action_mode="choice"`` (``env_kwargs`` in the conf
+file) and the Zoo's default ``MultiInputPolicy`` on its ``Dict`` observation.
 
 Skipped, with the reason, without ``rl_zoo3`` (the ``clients`` extra)."""
 
@@ -23,7 +24,14 @@ CASES = {
     "preference-flat-lww": ("TEPA/PreferenceStream-v0", "MlpPolicy",
                             "  env_wrapper:\n    - tepa_envs.wrappers.MemoryObservation:\n        memory: lww\n"
                             "    - tepa_envs.wrappers.FlatObservation\n"),
+    "fact-consolidation-choice": ("TEPA/FactConsolidation-v0", "MultiInputPolicy",
+                                  ("  env_kwargs:\n    length: 6k\n    chunk_facts: 455\n    action_mode: choice\n"
+                                   "    extraction: templates\n    generator: classic\n")),
 }
+ENJOY = {"fact-consolidation-choice": (["length:'6k'", "chunk_facts:455", "action_mode:'choice'",
+                                        "extraction:'templates'", "generator:'classic'"], 110, "memorize chunk 1/1")}
+"""Per case: ``--env-kwargs``, steps (an episode ends within them) and a line of the human frames."""
+DEFAULT_ENJOY = (["phase_lengths:(5,5,5,5)"], 30, "t=1 ")
 
 
 def zoo(module: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -43,6 +51,7 @@ def test_train_and_enjoy(case, tmp_path):
     zoo("train", [*common, "--conf-file", "conf.yml", "--seed", "0", "--eval-freq", "-1"], tmp_path)
     saved = list((tmp_path / "logs" / "ppo").glob("*_1/*.zip"))
     assert saved, "train saved no model"
-    shown = zoo("enjoy", [*common, "-n", "30", "--env-kwargs", "phase_lengths:(5,5,5,5)"], tmp_path)
-    assert "t=1 " in shown.stdout, "enjoy's human rendering printed no frame"
+    env_kwargs, steps, frame = ENJOY.get(case, DEFAULT_ENJOY)
+    shown = zoo("enjoy", [*common, "-n", str(steps), "--env-kwargs", *env_kwargs], tmp_path)
+    assert frame in shown.stdout, "enjoy's human rendering printed no frame"
     assert "Episodes" in shown.stdout

@@ -2,7 +2,8 @@
 then RLlib's default PPO trains one iteration on every registered id, with and without a memory,
 in the multi-agent world (``ParallelPettingZooEnv`` + ``SharedMemory``), with RLlib's LSTM, in
 vectorised runners (sync, async, the native vector env with the batched memory) and in a remote
-runner; FactConsolidation is refused with the reason; a fixed seed gives the same samples.
+runner; FactConsolidation trains with ``action_mode="choice"`` and is refused, naming the option,
+without it; a fixed seed gives the same samples.
 
 Skipped, with the reason, without ``ray[rllib]`` (the ``clients`` extra)."""
 
@@ -27,14 +28,22 @@ try:
 except ImportError as exc:  # dm_tree, pandas, ... come with ray[rllib], not with ray
     pytest.skip(f"Ray RLlib is not importable ({exc}): pip install 'tepa-envs[clients]'", allow_module_level=True)
 
-from tepa_envs.wrappers.rllib import (MULTI_AGENT_ENV_ID, NOT_TRAINABLE, RLlibEnvCreator, make_rllib_env,
+from tepa_envs.wrappers.rllib import (MULTI_AGENT_ENV_ID, REQUIRED_CONFIG, RLlibEnvCreator, make_rllib_env,
                                       register_envs)
 
-TRAINABLE_IDS = tuple(env_id for env_id in tepa_envs.ENV_IDS if env_id not in NOT_TRAINABLE)
+FACTS = "TEPA/FactConsolidation-v0"
 FAMILIES = ("TEPA/RegimeDrift-v0", "TEPA/FileOps-v0", "TEPA/PreferenceStream-v0")
 SCENARIOS = tuple(tepa_envs.SCENARIOS)
 SHORT: dict[str, Any] = {"phase_lengths": [8, 8, 8, 8]}
-"""Short episodes (every trainable id takes phase_lengths), so one tiny iteration ends a few."""
+"""Short episodes (every id but FactConsolidation takes phase_lengths), so one tiny iteration ends a few."""
+FACTS_CHOICE: dict[str, Any] = {"length": "6k", "chunk_facts": 100, "action_mode": "choice",
+                                "extraction": "templates", "generator": "classic"}
+"""FactConsolidation with discrete answers: 5 memorize steps and 100 questions; the template
+front-end (the fastest to rebuild at a reset) keys the questions for the memory's view."""
+
+
+def short(env_id: str) -> dict[str, Any]:
+    return dict(FACTS_CHOICE) if env_id == FACTS else dict(SHORT)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -84,11 +93,18 @@ def test_a_memory_by_any_name_or_import_path(memory):
     train_once(tiny(PPOConfig().environment("TEPA/FileOps-v0", env_config={"memory": memory, **SHORT})))
 
 
-def test_fact_consolidation_is_refused_with_the_reason():
-    with pytest.raises(TypeError, match="Text action space"):
-        make_rllib_env("TEPA/FactConsolidation-v0", {"length": "6k"})
-    with pytest.raises(Exception, match="RLlib cannot train on it"):
-        tiny(PPOConfig().environment("TEPA/FactConsolidation-v0", env_config={"length": "6k"})).build_algo()
+@pytest.mark.parametrize("memory", [None, "tepa"])
+def test_default_ppo_trains_one_iteration_on_fact_consolidation_with_choices(memory):
+    train_once(tiny(PPOConfig().environment(FACTS, env_config={"memory": memory, **FACTS_CHOICE})))
+
+
+def test_fact_consolidation_in_text_mode_is_refused_naming_the_option():
+    assert REQUIRED_CONFIG[FACTS][0] == {"action_mode": "choice"}
+    for config in ({"length": "6k"}, {"length": "6k", "action_mode": "text"}):
+        with pytest.raises(ValueError, match="action_mode.*Text action space.*'action_mode': 'choice'"):
+            make_rllib_env(FACTS, config)
+    with pytest.raises(Exception, match="env_config={'action_mode': 'choice'}"):
+        tiny(PPOConfig().environment(FACTS, env_config={"length": "6k"})).build_algo()
 
 
 @pytest.mark.parametrize("env_config", [
@@ -173,9 +189,9 @@ def test_the_vector_entry_point_seeds_each_sub_environment_apart():
 
 # ------------------------------------------------------ the environment inside a runner
 @pytest.mark.parametrize("memory", [None, "tepa"])
-@pytest.mark.parametrize("env_id", TRAINABLE_IDS)
+@pytest.mark.parametrize("env_id", tepa_envs.ENV_IDS)
 def test_the_creator_gives_a_float_box_that_pickles_resets_seeds_and_closes(env_id, memory):
-    env = RLlibEnvCreator(env_id)(EnvContext({"memory": memory, **SHORT}, worker_index=1, num_workers=1))
+    env = RLlibEnvCreator(env_id)(EnvContext({"memory": memory, **short(env_id)}, worker_index=1, num_workers=1))
     assert isinstance(env.observation_space, gym.spaces.Box) and env.observation_space.dtype == np.float32
     before = observations_of(env, seed=7, steps=5)
     clone = pickle.loads(pickle.dumps(env))

@@ -1,13 +1,14 @@
 """Tianshou as a client (issue 32, item 6): a tiny DQN's collector gathers a few hundred steps
 (several episodes, terminal steps included) into a replay buffer with Tianshou's NaN check on,
 one gradient update runs, and the ``watch`` idiom (``collect(render=...)``) draws ``human``
-frames. The fixed info schema is what keeps the buffer free of NaNs.
+frames. The fixed info schema is what keeps the buffer free of NaNs. FactConsolidation runs with
+``action_mode="choice"`` (``Discrete`` answers among candidates).
 
 Skipped, with the reason, without ``tianshou`` (the ``clients`` extra)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import gymnasium as gym
 import pytest
@@ -24,14 +25,23 @@ from tianshou.data import Collector, VectorReplayBuffer  # noqa: E402
 from tianshou.env import DummyVectorEnv  # noqa: E402
 from tianshou.utils.net.common import Net  # noqa: E402
 
+FACTS = "TEPA/FactConsolidation-v0"
 CASES = [("TEPA/RegimeDrift-v0", None), ("TEPA/RegimeDrift-v0", "tepa"), ("TEPA/FileOps-v0", None),
          ("TEPA/FileOps-v0", "tepa"), ("TEPA/PreferenceStream-v0", None), ("TEPA/PreferenceStream-v0", "tepa"),
-         ("TEPA/RegimeDrift-Poisson-v0", "tepa")]
+         ("TEPA/RegimeDrift-Poisson-v0", "tepa"), (FACTS, None), (FACTS, "tepa")]
+ENV_KWARGS: dict[str, dict[str, Any]] = {
+    # one memorize step and 100 questions, keyed by the templates so the memory's view points at a candidate
+    FACTS: {"length": "6k", "chunk_facts": 455, "action_mode": "choice", "extraction": "templates",
+            "generator": "classic"},
+}
+STEPS = {FACTS: 500}
+"""Steps collected per case (default 400): at least two episodes in each of the two environments."""
 
 
 def factory(env_id: str, memory: str | None, render_mode: str | None = None) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
-        env: gym.Env = gym.make(env_id, phase_lengths=(20, 20, 20, 20), render_mode=render_mode)
+        kwargs = ENV_KWARGS.get(env_id, {"phase_lengths": (20, 20, 20, 20)})
+        env: gym.Env = gym.make(env_id, render_mode=render_mode, **kwargs)
         if memory is not None:
             env = MemoryObservation(env, memory=memory)
         return FlatObservation(env)
@@ -55,8 +65,9 @@ def test_a_dqn_collector_gathers_a_few_hundred_steps(env_id, memory):
     collector = Collector(algo, envs, VectorReplayBuffer(1000, 2), exploration_noise=True,
                           raise_on_nan_in_buffer=True)
     collector.reset()
-    stats = collector.collect(n_step=400)
-    assert stats.n_collected_steps == 400 and stats.n_collected_episodes >= 4
+    n_step = STEPS.get(env_id, 400)
+    stats = collector.collect(n_step=n_step)
+    assert stats.n_collected_steps == n_step and stats.n_collected_episodes >= 4
     assert {"success", "evidence", "oracle", "t"} <= set(collector.buffer.info.keys())
     with policy_within_training_step(algo.policy):
         algo.update(buffer=collector.buffer, sample_size=32)
