@@ -56,7 +56,6 @@ ALLOWED_PROBES: dict[tuple[str, str, str], str] = {
 PENDING: frozenset[tuple[str, str, str]] = frozenset({
     ("tepa_envs/core/stream.py", "self", "spec"),
     ("agents/evaluation/studies/rl_study.py", "made.unwrapped", "drift"),
-    ("agents/evaluation/studies/suite.py", "unwrapped", "drift"),
     ("agents/memories/tepa_regime.py", "self", "regime_window"),
     # needs a public member of RegimeDriftVectorEnv (tepa_envs/regime_drift/vector.py) for its template
     ("wrappers/vector_memory.py", "env.unwrapped", "_template"),

@@ -86,6 +86,7 @@ from tepa_envs.agents.evaluation.engine.executor import ProgressHook, run_jobs
 from tepa_envs.agents.evaluation.engine.jobs import Job, Method, MethodSpec, build_jobs, method_label
 from tepa_envs.agents.evaluation.engine.runner import describe_job, run_traced_job
 from tepa_envs.agents.evaluation.engine.validate import validate_methods
+from tepa_envs.core.contracts import TaskEnv
 from tepa_envs.core.notify import NOTIFY_LEVELS
 
 SUITE_SCENARIOS: tuple[str, ...] = ("TEPA/RegimeDrift-v0", *tepa_envs.SCENARIOS, "TEPA/PreferenceStream-v0")
@@ -113,9 +114,9 @@ def scenario(env_id: str) -> Scenario:
     env = gym.make(env_id)
     try:
         unwrapped = env.unwrapped
-        phases = tuple(unwrapped.schedule.names)  # type: ignore[attr-defined]
-        drift = getattr(unwrapped, "drift", None)
-        reversal = tuple(drift.reversal_phases()) if drift is not None else ()
+        if not isinstance(unwrapped, TaskEnv):
+            raise TypeError(f"{env_id} is not a task environment (tepa_envs.core.contracts.TaskEnv)")
+        phases, reversal = unwrapped.phase_names(), unwrapped.reversal_phases()
     finally:
         env.close()
     return Scenario(env_id, SHORT_NAMES.get(env_id, env_id), phases, reversal, dict(gym.spec(env_id).kwargs))
