@@ -92,6 +92,7 @@ from tepa_envs.agents.evaluation.studies.rl_agents import (
     load_engine, parse_agent, train_unit,
 )
 from tepa_envs.agents.evaluation.studies.suite import SHORT_NAMES, scenario
+from tepa_envs.core.contracts import TaskEnv
 
 RL_VERSION = 2
 """Layout version of ``rl.json`` (2 added ``twins``)."""
@@ -594,10 +595,12 @@ def drift_phases(env: EnvSpec) -> tuple[tuple[str, ...], tuple[int, ...], str]:
     info = scenario(env.env_id) if not env.kwargs else None
     if info is None:
         made = gym.make(env.env_id, **env.kwargs)
-        names = tuple(made.unwrapped.schedule.names)  # type: ignore[attr-defined]
-        drift = getattr(made.unwrapped, "drift", None)
-        reversal = tuple(drift.reversal_phases()) if drift is not None else ()
+        task_env = made.unwrapped
         made.close()
+        if not isinstance(task_env, TaskEnv) or not task_env.phase_names():
+            raise ValueError(f"{env.env_id} names no phases (TaskEnv.phase_names): the RL study scores "
+                             "success per phase and in the drift phases")
+        names, reversal = task_env.phase_names(), task_env.reversal_phases()
     else:
         names, reversal = info.phases, info.reversal_phases
     if reversal:

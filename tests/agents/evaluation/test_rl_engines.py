@@ -20,7 +20,8 @@ import tepa_envs  # noqa: E402
 from tepa_envs.agents.evaluation.engine.store import Store  # noqa: E402
 from tepa_envs.agents.evaluation.studies.rl_agents import TWIN_AGENT, parse_agent, twin_of  # noqa: E402
 from tepa_envs.agents.evaluation.studies.rl_study import (  # noqa: E402
-    SIZES, analyse, builtin_spec, finished_units, parse_rl_spec, prepare_store, read_units, run_study,
+    SIZES, EnvSpec, analyse, builtin_spec, drift_phases, finished_units, parse_rl_spec, prepare_store, read_units,
+    run_study,
 )
 from tepa_envs.wrappers import sb3_engine  # noqa: E402
 
@@ -210,3 +211,19 @@ def test_rllib_ppo_settings_match_the_study_hyperparameters():
     lstm = rllib_engine.model_config(parse_agent("recurrent-ppo"), job.hyper)
     assert lstm.use_lstm and lstm.lstm_cell_size == 64 and lstm.fcnet_hiddens == [64, 64]
     assert lstm.max_seq_len == 128 and not lstm.vf_share_layers
+
+
+@pytest.mark.parametrize("env, names, drift, score", [
+    (EnvSpec("TEPA/RegimeDrift-v0", {"phase_lengths": [6, 6, 6, 6]}),
+     ("stable", "light_drift", "full_reversal", "partial_return"), (2,), "reversal"),
+    (EnvSpec("TEPA/RegimeDrift-v0", {"schedule": "poisson"}), None, None, "after first change"),
+    (EnvSpec("TEPA/PreferenceStream-v0", {"n_values": 3}), None, (2,), "reversal"),
+])
+def test_drift_phases_of_an_environment_with_kwargs_come_from_its_declared_contract(env, names, drift, score):
+    """With kwargs the phases are read from the environment (TaskEnv.phase_names, reversal_phases)."""
+    found_names, found_drift, found_score = drift_phases(env)
+    assert found_score == score and (names is None or found_names == names)
+    if drift is not None:
+        assert found_drift == drift
+    if score == "after first change":
+        assert found_drift == tuple(range(1, len(found_names)))
