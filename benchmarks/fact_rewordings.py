@@ -121,19 +121,28 @@ def _names(rng: np.random.Generator, n: int, pattern: str, used: set[str]) -> li
     return names
 
 
-def world(seed: int = 0, n_people: int = 30, override_share: float = 0.5) -> dict[str, Any]:
+KINDS: dict[str, str | tuple[str, ...]] = {
+    "person": "{a} {b}", "club": "{a} Rowing Club", "river": "{a} Water", "port": "Port {a}", "pet": "{a}",
+    "dish": ("lentil stew", "fish pie", "barley soup", "onion tart", "bean curry", "plum dumplings",
+             "rye pancakes", "cabbage rolls")}
+"""Entity kinds: a name pattern (``{a}``/``{b}`` random words) or a fixed list."""
+SIZES = {"person": 30, "pet": 20}
+"""Names per patterned kind (others: 8)."""
+
+
+def world(seed: int = 0, n_people: int = 30, override_share: float = 0.5,
+          relations: dict | None = None, kinds: dict | None = None) -> dict[str, Any]:
     """Entities, every (subject, relation)'s values (old first) and the fact order."""
+    relations = RELATIONS if relations is None else relations
+    kinds = KINDS if kinds is None else kinds
     rng = np.random.default_rng(seed)
     used: set[str] = set()
-    entities = {"person": _names(rng, n_people, "{a} {b}", used),
-                "club": _names(rng, 8, "{a} Rowing Club", used),
-                "river": _names(rng, 8, "{a} Water", used),
-                "port": _names(rng, 8, "Port {a}", used),
-                "pet": _names(rng, 20, "{a}", used),
-                "dish": [f"{d}" for d in ("lentil stew", "fish pie", "barley soup", "onion tart", "bean curry",
-                                          "plum dumplings", "rye pancakes", "cabbage rolls")]}
+    entities: dict[str, list[str]] = {}
+    for kind, pattern in kinds.items():
+        size = n_people if kind == "person" else SIZES.get(kind, 8)
+        entities[kind] = _names(rng, size, pattern, used) if isinstance(pattern, str) else list(pattern)
     history: dict[tuple[str, str], list[str]] = {}
-    for relation, (s_kind, o_kind, *_rest) in RELATIONS.items():
+    for relation, (s_kind, o_kind, *_rest) in relations.items():
         for subject in entities[s_kind]:
             pool = [o for o in entities[o_kind] if o != subject]
             values = [pool[int(rng.integers(len(pool)))]]
@@ -146,18 +155,23 @@ def world(seed: int = 0, n_people: int = 30, override_share: float = 0.5) -> dic
     return {"entities": entities, "history": history, "order": order, "keys": keys}
 
 
-def _noun_phrase(chain: tuple[str, ...], anchor: str, wording: int) -> str:
+def _noun_phrase(chain: tuple[str, ...], anchor: str, wording: int, relations: dict) -> str:
     text = anchor
     for relation in chain:
-        text = RELATIONS[relation][4][wording].format(x=text)
+        text = relations[relation][4][wording].format(x=text)
     return text
 
 
-def records(variant: str, seed: int = 0, n_sh: int = 100, n_mh: int = 60) -> dict[str, dict[str, Any]]:
-    """``{"sh": record, "mh": record}`` of ``variant`` in MemoryAgentBench's schema."""
+def records(variant: str, seed: int = 0, n_sh: int = 100, n_mh: int = 60, relations: dict | None = None,
+            chains: tuple[tuple[str, ...], ...] | None = None, kinds: dict | None = None
+            ) -> dict[str, dict[str, Any]]:
+    """``{"sh": record, "mh": record}`` of ``variant`` in MemoryAgentBench's schema (by
+    default over the held-out :data:`RELATIONS`, :data:`CHAINS` and :data:`KINDS`)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
-    w = world(seed)
+    relations = RELATIONS if relations is None else relations
+    chains = CHAINS if chains is None else chains
+    w = world(seed, relations=relations, kinds=kinds)
     history, entities = w["history"], w["entities"]
     rng = np.random.default_rng([seed, VARIANTS.index(variant)])
     forms: dict[tuple[str, str], tuple[str, str]] = {}
@@ -176,22 +190,22 @@ def records(variant: str, seed: int = 0, n_sh: int = 100, n_mh: int = 60) -> dic
     lines = ["Here is a list of facts:"]
     for n, (key, version) in enumerate(w["order"]):
         subject, relation = key
-        lines.append(f"{n}. " + RELATIONS[relation][2][forms[key][version]].format(s=subject,
+        lines.append(f"{n}. " + relations[relation][2][forms[key][version]].format(s=subject,
                                                                                   o=history[key][version]))
     newest = {key: values[-1] for key, values in history.items()}
     wording = 1 if variant == "questions reworded" else 0
     qrng = np.random.default_rng([seed, 99])   # the same questions in every variant
     sh_keys = [w["keys"][i] for i in qrng.permutation(len(w["keys"]))[:n_sh].tolist()]
-    sh = [(RELATIONS[rel][3][wording].format(s=subject), newest[(subject, rel)]) for subject, rel in sh_keys]
+    sh = [(relations[rel][3][wording].format(s=subject), newest[(subject, rel)]) for subject, rel in sh_keys]
     mh = []
     for i in range(n_mh):
-        chain = CHAINS[i % len(CHAINS)]
-        kind = RELATIONS[chain[0]][0]
+        chain = chains[i % len(chains)]
+        kind = relations[chain[0]][0]
         anchor = entities[kind][int(qrng.integers(len(entities[kind])))]
         value = anchor
         for rel in chain:
             value = newest[(value, rel)]
-        mh.append((f"What is {_noun_phrase(chain, anchor, wording)}?", value))
+        mh.append((f"What is {_noun_phrase(chain, anchor, wording, relations)}?", value))
 
     def record(split: str, qa: list[tuple[str, str]]) -> dict[str, Any]:
         source = f"factconsolidation_{split}_6k"
@@ -201,8 +215,10 @@ def records(variant: str, seed: int = 0, n_sh: int = 100, n_mh: int = 60) -> dic
     return {"sh": record("sh", sh), "mh": record("mh", mh)}
 
 
-def score(variants=VARIANTS, methods=METHODS, seed: int = 0, reader: str = "newest") -> list[dict[str, Any]]:
-    """Rows ``{variant, method, split, score, n}``."""
+def score(variants=VARIANTS, methods=METHODS, seed: int = 0, reader: str = "newest",
+          **tables: Any) -> list[dict[str, Any]]:
+    """Rows ``{variant, method, split, score, n}`` (``tables``: ``relations``, ``chains``,
+    ``kinds`` of :func:`records`, by default the held-out ones)."""
     import gymnasium as gym
 
     import tepa_envs  # noqa: F401  (registers the environments)
@@ -211,7 +227,7 @@ def score(variants=VARIANTS, methods=METHODS, seed: int = 0, reader: str = "newe
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for variant in variants:
-            for split, record in records(variant, seed).items():
+            for split, record in records(variant, seed, **tables).items():
                 path = Path(folder) / f"{variant.replace(' ', '_')}_{split}.json"
                 path.write_text(json.dumps([record]))
                 env = gym.make("TEPA/FactConsolidation-v0", split=split, length="6k", data_path=str(path))

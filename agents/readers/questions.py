@@ -104,24 +104,31 @@ class Token:
     concepts: frozenset[str]
     phrase: bool = False   # a lexicon phrase: it matches by concept (or as the same phrase) only
     generic: bool = False  # names a kind of place rather than a relation
+    defined: frozenset[str] = frozenset()   # the concepts of its WordNet definitions
 
     @property
     def weight(self) -> float:
         return GENERIC_WEIGHT if self.generic else 1.0
 
     def matches(self, other: "Token") -> bool:
+        """Same concept, same phrase, or alike words; or one word named in the other's
+        WordNet definition ("neighbour": a person who *lives* near another), when the
+        reader reads definitions (:func:`answer_question`)."""
         if self.concepts & other.concepts:
             return True
         if self.phrase or other.phrase:
             return self.words == other.words
-        return any(alike(a, b) for a in self.words for b in other.words)
+        if any(alike(a, b) for a in self.words for b in other.words):
+            return True
+        return bool(self.concepts & other.defined) or bool(other.concepts & self.defined)
 
 
 class _Reader:
     """Tokenizer for one lexicon (and WordNet's senses, when used): phrases first, then single words."""
 
-    def __init__(self, lexicon: Lexicon, use_wordnet: bool = True) -> None:
+    def __init__(self, lexicon: Lexicon, use_wordnet: bool = True, definitions: bool = False) -> None:
         self.wordnet = _wordnet() if use_wordnet else None
+        self.definitions = definitions
         phrases: dict[tuple[str, ...], set[str]] = {}
         singles: dict[str, set[str]] = {}
         for concept, entries in lexicon.items():
@@ -165,7 +172,8 @@ class _Reader:
                 word = words[i]
                 if word not in _STOP:
                     concepts = self._single(word)
-                    out.append(Token((word,), concepts, generic=self._generic(word, concepts)))
+                    out.append(Token((word,), concepts, generic=self._generic(word, concepts),
+                                     defined=self._defined(word)))
                 i += 1
         return tuple(out)
 
@@ -187,6 +195,13 @@ class _Reader:
             found |= self.wordnet.concepts(word)
         return found
 
+    def _defined(self, word: str) -> frozenset[str]:
+        """The concepts of ``word``'s WordNet definitions as a noun and a verb
+        (:meth:`~tepa_envs.facts.wordnet.WordNet.defined`); none without WordNet."""
+        if self.wordnet is None or not self.definitions:
+            return frozenset()
+        return self.wordnet.defined(word, "n") | self.wordnet.defined(word, "v")
+
     def _generic(self, word: str, concepts: frozenset[str]) -> bool:
         named = concepts - self.wordnet.concepts(word) if self.wordnet is not None else concepts
         if named:
@@ -194,13 +209,14 @@ class _Reader:
         return word == "where" or (self.wordnet is not None and self.wordnet.is_place(word))
 
 
-_READERS: dict[tuple[int, bool], tuple[Lexicon, _Reader]] = {}
+_READERS: dict[tuple[int, bool, bool], tuple[Lexicon, _Reader]] = {}
 
 
-def _reader_for(lexicon: Lexicon, use_wordnet: bool = True) -> _Reader:
-    cached = _READERS.get((id(lexicon), use_wordnet))
+def _reader_for(lexicon: Lexicon, use_wordnet: bool = True, definitions: bool = False) -> _Reader:
+    cached = _READERS.get((id(lexicon), use_wordnet, definitions))
     if cached is None or cached[0] is not lexicon:
-        cached = _READERS[(id(lexicon), use_wordnet)] = (lexicon, _Reader(lexicon, use_wordnet))
+        cached = _READERS[(id(lexicon), use_wordnet, definitions)] = (
+            lexicon, _Reader(lexicon, use_wordnet, definitions))
     return cached[1]
 
 
@@ -321,9 +337,22 @@ def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
     ``lexicon``: concept -> words and phrases (default ``{}``: none, WordNet carries
     the matching; :data:`~tepa_envs.agents.readers.lexicon.RELATION_LEXICON` is an
     optional plug-in). ``use_wordnet``: also match words by their WordNet senses and
-    derivations (:mod:`~tepa_envs.facts.wordnet`) when WordNet is installed.
+    derivations (:mod:`~tepa_envs.facts.wordnet`) when WordNet is installed; a question
+    whose words relate no chain is read again with the words' WordNet definitions
+    (:meth:`Token.matches`: "Who lives next door to X?" and "The neighbour of X is Y",
+    *neighbour* being "a person who lives near another").
     """
-    reader = _reader_for(DEFAULT_LEXICON if lexicon is None else lexicon, use_wordnet)
+    lexicon = DEFAULT_LEXICON if lexicon is None else lexicon
+    reading = _answer(question, index, retrieve, _reader_for(lexicon, use_wordnet), max_hops)
+    if reading.failure == "no chain" and use_wordnet:
+        again = _answer(question, index, retrieve, _reader_for(lexicon, use_wordnet, True), max_hops)
+        if not again.failure:
+            return again
+    return reading
+
+
+def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader,
+            max_hops: int) -> QuestionReading:
     words = words_of(question)
     spans = index.mentions(words)
     if not spans:

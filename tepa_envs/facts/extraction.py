@@ -142,7 +142,85 @@ def induce_facts(texts: Sequence[str], sample: int | None = SAMPLE) -> list[Indu
         if shorter is not None:
             middle, obj = words[len(prefix) + len(subject):shorter], words[shorter:]
         facts.append(InducedFact(_join(subject), _frame(prefix, middle), _join(obj)))
+    facts = [(_syntactic_genitive(sentences[n]) or f) if _bare(f) else _name_parts(f) for n, f in enumerate(facts)]
     return merge_synonymous(canonical_facts(facts))
+
+
+_FUNCTION = frozenset("""the a an this that these those his her its their our my your in on at of for by with
+    from to and or as it he she they we there here when where who which what whose""".split())
+
+
+def _name_word(word: str) -> bool:
+    """A word that can only be part of a proper name: capitalised and not a function word."""
+    return word[:1].isupper() and word.lower() not in _FUNCTION and word not in ("'s", "’s")
+
+
+def _name_parts(fact: InducedFact | None) -> InducedFact | None:
+    """Step 8 of the module: capitalised frame words next to a slot are part of the name
+    in that slot (English writes proper names, and only them, capitalised mid-sentence:
+    "Mount {S}", "{S} Rowing Club", "the peak Mount {O}"), so they go back to the entity."""
+    if fact is None:
+        return None
+    words = [w for word in fact.frame.split() for w in ((word[:-2], word[-2:]) if word in (SUBJECT + "'s", SUBJECT + "’s") else (word,))]
+    size = len(words)
+    subject, obj = list(_tokens(fact.subject)), list(_tokens(fact.object))
+    s = words.index(SUBJECT)
+    while s > 0 and _name_word(words[s - 1]):
+        subject.insert(0, words.pop(s - 1))
+        s -= 1
+    while s + 1 < len(words) and words[s + 1] != OBJECT and _name_word(words[s + 1]):
+        subject.append(words.pop(s + 1))
+    o = words.index(OBJECT)
+    while o > s + 1 and _name_word(words[o - 1]):
+        obj.insert(0, words.pop(o - 1))
+        o -= 1
+    if len(words) == size:
+        return fact
+    return InducedFact(_join(subject), _join(words), _join(obj))
+
+
+def _bare(fact: InducedFact | None) -> bool:
+    """No frame, or a frame without relation words ("{S} is {O}", "{S} of {O}"): nothing
+    in the frame names the relation."""
+    return fact is None or not _relation_words(fact.frame)
+
+
+def _syntactic_genitive(words: Words) -> InducedFact | None:
+    """Step 9: a sentence no frame with relation words fits, read by the genitive shapes of
+    English directly ("X's N is Y", "The N of X is Y", "Y is the N of X"), the relation
+    noun ``N`` a run of lower-case words; else ``None``."""
+    text = list(words)
+    copulas = [i for i, w in enumerate(text) if w in ("is", "was", "are", "were")]
+    if len(copulas) != 1:
+        return None
+    c = copulas[0]
+    left, right = text[:c], text[c + 1:]
+    if not left or not right:
+        return None
+
+    def noun_run(part: list[str]) -> int:
+        n = 0
+        while n < len(part) and part[n][:1].islower() and part[n] not in _FUNCTION:
+            n += 1
+        return n
+
+    if "'s" in left or "’s" in left:      # X's N is Y
+        at = max(i for i, w in enumerate(left) if w in ("'s", "’s"))
+        n = noun_run(left[at + 1:])
+        if at > 0 and n and at + 1 + n == len(left):
+            return InducedFact(_join(left[:at]), f"The {_join(left[at + 1:])} of {SUBJECT} is {OBJECT}",
+                               _join(right))
+    for part, other, swapped in ((left, right, False), (right, left, True)):
+        if len(part) > 3 and part[0].lower() == "the":
+            n = noun_run(part[1:])
+            if n and len(part) > n + 2 and part[n + 1] == "of":
+                holder = part[n + 2:]
+                if swapped:
+                    return InducedFact(_join(holder), f"The {_join(part[1:n + 1])} of {SUBJECT} is {OBJECT}",
+                                       _join(other))
+                return InducedFact(_join(holder), f"The {_join(part[1:n + 1])} of {SUBJECT} is {OBJECT}",
+                                   _join(other))
+    return None
 
 
 _COPULA = r"(?:is|was|are|were)"
@@ -188,28 +266,50 @@ def _relation_words(frame: str) -> tuple[str, ...]:
 
 
 def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | None]:
-    """Step 7, second half: frames naming one relation in other words take one frame (the
-    more used one). Two frames are merged when every relation word of one matches a
-    relation word of the other (stem or WordNet) in both directions, and they share an
-    object; frames are merged at most into one other frame each."""
+    """Step 7, second half: frames naming one relation in other words take one frame.
+
+    * Two frames whose relation words match in both directions (every word of each
+      matches a word of the other: same stem, or a shared WordNet sense or
+      derivation) and that share an object take the more used frame.
+    * A frame that names its relation otherwise ("{S} rents a room from {O}") is
+      *linked* to a genitive frame ("The landlord of {S} is {O}") when a relation word
+      of one matches a word of the other, directly or through the other's WordNet
+      definition (*landlord*: "a landowner who leases to others"; *lease* ~ *rent*),
+      and the two share a subject and an object: the same subject with values of
+      one kind, where a merge is what lets a newer fact override an older one. The
+      frame takes the genitive frame it links to most (by linked words, then use);
+      a tie merges nothing.
+
+    Frames are merged at most into one other frame each."""
     from tepa_envs.facts.wordnet import wordnet
 
     net = wordnet()
     usage = Counter(f.frame for f in facts if f is not None)
     objects: dict[str, set[str]] = defaultdict(set)
+    subjects: dict[str, set[str]] = defaultdict(set)
     for f in facts:
         if f is not None:
             objects[f.frame].add(f.object)
+            subjects[f.frame].add(f.subject)
     concepts: dict[str, frozenset[str]] = {}
+    definitions: dict[str, frozenset[str]] = {}
 
     def senses(word: str) -> frozenset[str]:
         if word not in concepts:
             concepts[word] = net.concepts(word) if net is not None else frozenset()
         return concepts[word]
 
+    def defined(word: str) -> frozenset[str]:
+        if word not in definitions:
+            definitions[word] = net.defined(word, "n") | net.defined(word, "v") if net is not None else frozenset()
+        return definitions[word]
+
     def match(a: str, b: str) -> bool:
         return a == b or (len(a) > 3 and len(b) > 3 and a[:4] == b[:4] and _stem(a) == _stem(b)) \
             or bool(senses(a) & senses(b))
+
+    def linked(a: str, b: str) -> bool:
+        return match(a, b) or bool(senses(a) & defined(b)) or bool(senses(b) & defined(a))
 
     def covers(xs: tuple[str, ...], ys: tuple[str, ...]) -> bool:
         return bool(xs) and all(any(match(x, y) for y in ys) for x in xs)
@@ -225,10 +325,29 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
                     and objects[frame] & objects[target]:
                 into[frame] = target
                 break
+    genitive = [f for f in frames if f not in into and GENITIVE.match(f)]
+    for frame in frames:
+        if frame in into or frame in genitive or not words[frame]:
+            continue
+        scored = []
+        for target in genitive:
+            if not (objects[frame] & objects[target] and subjects[frame] & subjects[target]):
+                continue
+            links = sum(any(linked(x, y) for y in words[target]) for x in words[frame]) \
+                + sum(any(linked(y, x) for x in words[frame]) for y in words[target])
+            if links:
+                scored.append((links, usage[target], target))
+        scored.sort(reverse=True)
+        if scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
+            into[frame] = scored[0][2]
     if not into:
         return list(facts)
     return [f if f is None or f.frame not in into else InducedFact(f.subject, into[f.frame], f.object)
             for f in facts]
+
+
+GENITIVE = re.compile(r"^The (?P<n>.+) of \{S\} is \{O\}$")
+"""The canonical genitive frame of step 7."""
 
 
 def _stem(word: str) -> str:

