@@ -422,7 +422,7 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
         """Text mode: ``()``, answers are free text. Choice mode: the candidates of the
         question now presented, in action order, whatever ``key`` (``()`` while none is)."""
         check_str("key", key)
-        question = self._presented_question()
+        question = self._presented_question() if self.action_mode == "choice" else None
         return () if question is None else self._question_candidates(question).texts
 
     def to_action(self, value: str) -> str | int:

@@ -281,6 +281,17 @@ def test_bad_options_and_actions_are_refused_before_state_changes():
         text.step(0)
 
 
+def test_text_mode_offers_no_choices_to_readers():
+    """A reader given choices restricts its answer to them: text mode must offer none (the
+    published text-mode numbers are read without candidates)."""
+    env = FactConsolidationEnv(length="6k")
+    _, info = env.reset(seed=0)
+    while info["oracle"]["phase"] == 0:
+        assert env.choices(info["key"]) == ()
+        _, _, _, _, info = env.step("")
+    assert env.choices(info["key"]) == () and env.to_action("Anyone") == "Anyone"
+
+
 def test_stable_baselines3_ppo_trains_on_the_choice_mode():
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
