@@ -61,6 +61,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence, TypedDict
 
+import gymnasium as gym
 import numpy as np
 
 from tepa_envs.core.checks import check_choice, check_str
@@ -127,8 +128,37 @@ def evidence_fields(evidence: Sequence[Evidence]) -> dict[str, Any]:
     if not evidence:
         return {"count": 0, "key": "", "value": "", "t": -1, "outcome": -1, "source": ""}
     first = evidence[0]
+    outcome = first.outcome
     return {"count": len(evidence), "key": first.key, "value": first.value, "t": int(first.t),
-            "outcome": -1 if first.outcome is None else int(first.outcome), "source": first.source}
+            "outcome": -1 if outcome is None else int(outcome), "source": first.source}
+
+
+def fixed_info(key: str, context: str, t: int, success: bool | None, message: str, evidence: Sequence[Evidence],
+               phase: int, phase_name: str, phase_changed: bool, correct: str) -> dict[str, Any]:
+    """:func:`fixed_step_info` without its environment-specific keys, the oracle given by its
+    four fields (:data:`NO_ORACLE`'s once no task is presented): the one place the fixed
+    schema is built, called positionally on every step of every task stream. Each value is
+    converted to its schema type (``str``, ``int``, ``bool``) unless it already has it."""
+    if evidence:
+        first = evidence[0]
+        outcome, first_t = first.outcome, first.t
+        fields = {"count": len(evidence), "key": first.key, "value": first.value,
+                  "t": first_t if type(first_t) is int else int(first_t),
+                  "outcome": -1 if outcome is None else 1 if outcome is True else 0 if outcome is False
+                  else int(outcome),
+                  "source": first.source}
+    else:
+        fields = {"count": 0, "key": "", "value": "", "t": -1, "outcome": -1, "source": ""}
+    return {"key": key if type(key) is str else str(key),
+            "context": context if type(context) is str else str(context),
+            "t": t if type(t) is int else int(t), "scored": success is not None,
+            "success": success if success is True or success is False else bool(success),
+            "message": message if type(message) is str else str(message), "evidence": fields,
+            "oracle": {"phase": phase if type(phase) is int else int(phase),
+                       "phase_name": phase_name if type(phase_name) is str else str(phase_name),
+                       "phase_changed": phase_changed if phase_changed is True or phase_changed is False
+                       else bool(phase_changed),
+                       "correct": correct if type(correct) is str else str(correct)}}
 
 
 def fixed_step_info(*, key: str, context: str, evidence: Sequence[Evidence], t: int, success: bool | None = None,
@@ -137,12 +167,8 @@ def fixed_step_info(*, key: str, context: str, evidence: Sequence[Evidence], t: 
     where a value does not apply. ``success=None`` marks a step that was not scored (and
     reset). ``extra`` are an environment's own fixed keys, each always given, added last."""
     oracle = NO_ORACLE if oracle is None else oracle
-    info: dict[str, Any] = {
-        "key": str(key), "context": str(context), "t": int(t), "scored": success is not None,
-        "success": bool(success), "message": str(message), "evidence": evidence_fields(evidence),
-        "oracle": {"phase": int(oracle["phase"]), "phase_name": str(oracle["phase_name"]),
-                   "phase_changed": bool(oracle["phase_changed"]), "correct": str(oracle["correct"])},
-    }
+    info = fixed_info(key, context, t, success, message, evidence, oracle["phase"], oracle["phase_name"],
+                      oracle["phase_changed"], oracle["correct"])
     info.update(extra)
     return info
 
@@ -166,8 +192,9 @@ def evidence_of(info: Mapping[str, Any], env: Any = None) -> tuple[Evidence, ...
     if env is None:
         raise ValueError("a fixed-schema info carries the evidence as fields: pass the environment "
                          "to read its last_evidence")
-    getter = getattr(env, "get_wrapper_attr", None)
-    return tuple(getter("last_evidence") if getter is not None else env.last_evidence)
+    if isinstance(env, gym.Env):  # possibly wrapped: a wrapper may override it
+        return tuple(env.get_wrapper_attr("last_evidence"))
+    return tuple(env.last_evidence)
 
 
 # None as np.where's fill value, as the 0-d object array numpy makes of it (numpy's stubs

@@ -61,14 +61,15 @@ from tepa_envs.core.notify import (DEFAULT_DETECT_DELAY, DEFAULT_FALSE_ALARM_RAT
                                    ChangeNotifier, check_notify, notifier_rng)
 from tepa_envs.core.schedule import PhaseSchedule
 from tepa_envs.core.render import RECENT, Frame, draw_frame
-from tepa_envs.core.step_info import (DEFAULT_INFO_SCHEMA, StepInfo, check_info_schema, fixed_step_info,
+from tepa_envs.core.step_info import (DEFAULT_INFO_SCHEMA, NO_ORACLE, StepInfo, check_info_schema, fixed_info,
                                       oracle_info, step_info)
-from tepa_envs.core.types import Evidence
+from tepa_envs.core.types import Evidence, slot_setter
 from tepa_envs.error import ResetNeeded
 
 TRIAL_COSTS = ("free", "task")
 """Values of ``trial_cost``: trials cost nothing, or each one forfeits a task of the stream."""
 
+NO_PHASE = NO_ORACLE["phase"]
 FORFEIT_MESSAGE = "forfeited: this task was spent on a held-out trial"
 RENDER_MODES = ["ansi", "human", "rgb_array"]
 """The render modes every environment draws (``metadata["render_modes"]``)."""
@@ -124,7 +125,7 @@ def check_reset_options(options: object, accepted: Collection[str] = ()) -> dict
     return dict(options)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Task:
     """A task as presented: its key, its text, and the hidden correct value."""
 
@@ -132,14 +133,32 @@ class Task:
     context: str
     correct: str
 
+    def __init__(self, key: str, context: str, correct: str) -> None:
+        # What the frozen dataclass's constructor does (object.__setattr__ per field), through
+        # the slots' setters: about 2x faster, and environments build one Task per step.
+        _set_task_key(self, key)
+        _set_task_context(self, context)
+        _set_task_correct(self, correct)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Outcome:
     """What executing a value revealed."""
 
     success: bool
     evidence: tuple[Evidence, ...]
     message: str
+
+    def __init__(self, success: bool, evidence: tuple[Evidence, ...], message: str) -> None:
+        _set_outcome_success(self, success)  # as Task's constructor
+        _set_outcome_evidence(self, evidence)
+        _set_outcome_message(self, message)
+
+
+_set_task_key, _set_task_context, _set_task_correct = (slot_setter(Task, name)
+                                                       for name in ("key", "context", "correct"))
+_set_outcome_success, _set_outcome_evidence, _set_outcome_message = (slot_setter(Outcome, name)
+                                                                     for name in ("success", "evidence", "message"))
 
 
 class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
@@ -187,6 +206,12 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         self._last_evidence: tuple[Evidence, ...] = ()
         self._outcomes: deque[int] = deque(maxlen=RECENT)
         self._value_index = {value: i for i, value in enumerate(self.values)}
+        # The step path's constants: the value of each action index (a valid Python or NumPy
+        # int action is looked up here; anything else goes through _action_index's checks),
+        # whether the observation and info carry the flag and the twin's component.
+        self._action_values = dict(enumerate(self.values))
+        self._flagged = self.notification.enabled
+        self._extended = self._flagged or self.observe_truth
         self._notifier = ChangeNotifier(self.notification)
         self._notified = False
 
@@ -240,33 +265,47 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         return observation, info
 
     def step(self, action: Any):
-        if self._task is None:
+        task = self._task
+        if task is None:
             raise ResetNeeded("call reset() before step()")
-        if self._t >= self.schedule.total:
+        t = self._t
+        schedule = self.schedule
+        if t >= schedule.total:
             raise ResetNeeded("the episode has ended; call reset() to start a new one")
-        value = self.values[self._action_index(action)]
+        kind = type(action)
+        value = self._action_values.get(int(action)) if kind is int or kind is np.int64 else None
+        if value is None:  # anything but an int in range: checked (and refused) by _action_index
+            value = self.values[self._action_index(action)]
         forfeited = self._forfeits_pending > 0
         if forfeited:  # paid for a trial: the action is not executed and reveals nothing
             self._forfeits_pending -= 1
             self._tasks_forfeited += 1
             outcome = Outcome(False, (), FORFEIT_MESSAGE)
         else:
-            outcome = self._execute(self._t, self._task, value)
-        self._last_step = (self._t, self._task.key, value, outcome.success, outcome.message)
-        self._last_evidence = tuple(outcome.evidence)
-        self._outcomes.append(-1 if forfeited else int(outcome.success))
-        self._t += 1
-        terminated = self._t >= self.schedule.total
-        self._task = None if terminated else self._present(self._t)
-        self._notified = self._notify(self._task)
-        observation = self._full_observation(self._t, self._task)
-        info = self._info(evidence=outcome.evidence, success=outcome.success,
-                          message=outcome.message, forfeited=forfeited)
+            outcome = self._execute(t, task, value)
+        success, evidence, message = outcome.success, outcome.evidence, outcome.message
+        self._last_step = (t, task.key, value, success, message)
+        self._last_evidence = tuple(evidence)
+        self._outcomes.append(-1 if forfeited else int(success))
+        t += 1
+        self._t = t
+        terminated = t >= schedule.total
+        task = None if terminated else self._present(t)
+        self._task = task
+        self._notified = self._notify(task) if self._flagged else False
+        observation = self._observation(t, task)
+        if self._extended:
+            observation = self._extend(observation, task)
+        info: dict[str, Any] | StepInfo
+        if self.info_schema == "fixed":
+            info = self._fixed_info(evidence, success, message, forfeited)
+        else:
+            info = self._info(evidence=evidence, success=success, message=message, forfeited=forfeited)
         if terminated:
             self._task = Task("", "", "")
         if self.render_mode == "human":
             _print(self._ansi())
-        return observation, float(outcome.success), terminated, False, info
+        return observation, float(success), terminated, False, info
 
     def _notify(self, task: Task | None) -> bool:
         """The flag for ``task`` now presented (``False`` when none is, or with ``notify="none"``)."""
@@ -277,11 +316,15 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
     def _full_observation(self, t: int, task: Task | None) -> Any:
         """The environment's observation with the components ``notify`` and ``observe_truth`` add."""
         observation = self._observation(t, task)
-        if not (self.notification.enabled or self.observe_truth):
-            return observation
+        return self._extend(observation, task) if self._extended else observation
+
+    def _extend(self, observation: Any, task: Task | None) -> Any:
+        """``observation`` with the flag and the correct value's index after it (as enabled)."""
         extra = [int(self._notified)] if self.notification.enabled else []
         if self.observe_truth:
             extra.append(self._value_index[task.correct] if task is not None else len(self.values))
+        if type(observation) is np.ndarray and observation.ndim == 1:  # the same array, built in one call
+            return np.array([*observation.tolist(), *extra], dtype=observation.dtype)
         return np.concatenate([observation, np.array(extra, dtype=observation.dtype)])
 
     @property
@@ -320,8 +363,7 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
         total, t = self.schedule.total, self._t
         task = self._task
         phase = self.schedule.name_of(min(t, total - 1)) if total else ""
-        spec = getattr(self, "spec", None)
-        name = spec.id if spec is not None else type(self).__name__
+        name = self.spec.id if self.spec is not None else type(self).__name__  # gym.Env declares spec (None)
         presented = f"[{task.key}] {task.context}" if task is not None and task.key else ""
         return Frame(f"{name}  t={t}/{total}  phase: {phase}", presented, self._ansi(), tuple(self._outcomes),
                      tuple(zip(self.schedule.names, self.schedule.lengths)), t, total)
@@ -369,22 +411,39 @@ class TaskStreamEnv(ValueActions, gym.Env[Any, np.int64]):
 
     def _info(self, *, evidence: Sequence[Evidence], success: bool | None,
               message: str = "", forfeited: bool = False) -> StepInfo:
-        task = self._task
+        if self.info_schema == "fixed":
+            return self._fixed_info(evidence, success, message, forfeited)  # type: ignore[return-value]
+        task, t, schedule = self._task, self._t, self.schedule
         oracle = None
         if task is not None and task.key:
-            phase = self.schedule.phase_of(self._t)
-            oracle = oracle_info(phase, self.schedule.names[phase], self.schedule.starts_phase(self._t), task.correct)
-        own: dict[str, Any] = {NOTIFIED_KEY: self._notified} if self.notification.enabled else {}
-        if self.info_schema == "fixed":
-            return fixed_step_info(key=task.key if task else "", context=task.context if task else "",  # type: ignore[return-value]
-                                   evidence=evidence, t=self._t, success=success, message=message, oracle=oracle,
-                                   forfeited=bool(forfeited), **own)
+            phase = schedule.phase_of(t)
+            oracle = oracle_info(phase, schedule.names[phase], schedule.starts_phase(t), task.correct)
         extra: dict[str, Any] = {} if success is None else {"message": message}
         if success is not None and self.trial_cost == "task":
             extra["forfeited"] = bool(forfeited)
-        extra.update(own)
+        if self._flagged:
+            extra[NOTIFIED_KEY] = self._notified
         return step_info(key=task.key if task else "", context=task.context if task else "", evidence=evidence,
-                         t=self._t, success=success, oracle=oracle, **extra)
+                         t=t, success=success, oracle=oracle, **extra)
+
+    def _fixed_info(self, evidence: Sequence[Evidence], success: bool | None, message: str,
+                    forfeited: bool) -> dict[str, Any]:
+        """The ``info_schema="fixed"`` info of the task now presented (:func:`fixed_info`), then
+        ``forfeited`` and, when notifying, ``notified``."""
+        task, t = self._task, self._t
+        if task is None:
+            info = fixed_info("", "", t, success, message, evidence, NO_PHASE, "", False, "")
+        elif not task.key:
+            info = fixed_info(task.key, task.context, t, success, message, evidence, NO_PHASE, "", False, "")
+        else:
+            schedule = self.schedule
+            phase = schedule.phase_of(t)
+            info = fixed_info(task.key, task.context, t, success, message, evidence,
+                              phase, schedule.names[phase], schedule.starts_phase(t), task.correct)
+        info["forfeited"] = bool(forfeited)
+        if self._flagged:
+            info[NOTIFIED_KEY] = self._notified
+        return info
 
 
 def _print(text: str) -> None:
