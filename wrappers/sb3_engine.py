@@ -22,10 +22,13 @@ so the path changes speed, not results. Evaluation always runs the single
 environments (``DummyVecEnv``, one held-out episode per sub-environment) because it
 reads every step's ``success`` and oracle phase from the info.
 
-**Time split.** A :class:`TimedVecEnv` under the policy counts the seconds spent in
-environment and memory steps; a callback counts rollout collection (environment
-plus the policy's forward passes), the gradient updates between rollouts, and the
-checkpoint evaluations, which it runs at the start of a rollout.
+**Time split.** :class:`TimedEnv` (each single environment) or :class:`TimedVectorEnv`
+(the native vector env) counts the seconds spent in environment and memory steps,
+inside Stable-Baselines3's ``VecEnv`` adaptor (the same boundary as the ``rllib``
+engine's, so env+memory steps/s mean the same under both); a callback counts rollout
+collection (environment plus the policy's forward passes and the adaptors), the
+gradient updates between rollouts, and the checkpoint evaluations, which it runs at
+the start of a rollout.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.vector import VectorEnv, VectorWrapper
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecFrameStack
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack
 
 import tepa_envs  # noqa: F401  (registers the environments)
 from tepa_envs.agents.evaluation.studies.rl_agents import (
@@ -104,28 +108,50 @@ def import_path(path: str) -> Any:
     return target
 
 
-class TimedVecEnv(VecEnvWrapper):
-    """A ``VecEnv`` that adds the seconds spent in its inner env's ``reset`` and ``step`` to :attr:`seconds`."""
+class Clock:
+    """Seconds spent in a unit's environment and memory calls (:class:`TimedEnv`, :class:`TimedVectorEnv`)."""
 
-    def __init__(self, venv: VecEnv) -> None:
-        super().__init__(venv)
+    def __init__(self) -> None:
         self.seconds = 0.0
 
-    def reset(self) -> Any:
-        start = time.perf_counter()
-        observations = self.venv.reset()
-        self.seconds += time.perf_counter() - start
-        return observations
 
-    def step_async(self, actions: np.ndarray) -> None:
-        start = time.perf_counter()
-        self.venv.step_async(actions)
-        self.seconds += time.perf_counter() - start
+class TimedEnv(gym.Wrapper):
+    """Adds the seconds of its inner env's ``reset`` and ``step`` to ``clock``."""
 
-    def step_wait(self) -> Any:
+    def __init__(self, env: gym.Env, clock: Clock) -> None:
+        super().__init__(env)
+        self.clock = clock
+
+    def reset(self, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        out = self.venv.step_wait()
-        self.seconds += time.perf_counter() - start
+        out = self.env.reset(**kwargs)
+        self.clock.seconds += time.perf_counter() - start
+        return out
+
+    def step(self, action: Any) -> Any:
+        start = time.perf_counter()
+        out = self.env.step(action)
+        self.clock.seconds += time.perf_counter() - start
+        return out
+
+
+class TimedVectorEnv(VectorWrapper):
+    """:class:`TimedEnv` for a Gymnasium vector environment."""
+
+    def __init__(self, env: VectorEnv, clock: Clock) -> None:
+        super().__init__(env)
+        self.clock = clock
+
+    def reset(self, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        out = self.env.reset(**kwargs)
+        self.clock.seconds += time.perf_counter() - start
+        return out
+
+    def step(self, actions: Any) -> Any:
+        start = time.perf_counter()
+        out = self.env.step(actions)
+        self.clock.seconds += time.perf_counter() - start
         return out
 
 
@@ -152,21 +178,23 @@ def single_env(job: TrainJob) -> Callable[[], gym.Env]:
     return make
 
 
-def training_env(job: TrainJob) -> tuple[VecEnv, TimedVecEnv, str]:
-    """The training ``VecEnv`` (frames stacked when asked), its timed core and the path's name."""
+def training_env(job: TrainJob) -> tuple[VecEnv, Clock, str]:
+    """The training ``VecEnv`` (frames stacked when asked), the clock of its environment and
+    memory calls, and the path's name."""
     n_envs = job.hyper.n_envs
+    clock = Clock()
     core: VecEnv
     if native_path(job):
         env_id, kwargs = job.target_env()
         vec = gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
         if job.agent.memory is not None:
             vec = MemoryObservationV(vec, memory=job.agent.memory)
-        core, path = SB3VecEnv(FlatObservationV(vec)), "native"
+        core, path = SB3VecEnv(TimedVectorEnv(FlatObservationV(vec), clock)), "native"
     else:
-        core, path = DummyVecEnv([single_env(job)] * n_envs), "python"
-    timed = TimedVecEnv(core)
-    venv: VecEnv = VecFrameStack(timed, job.agent.frame_stack) if job.agent.frame_stack > 1 else timed
-    return venv, timed, path
+        make = single_env(job)
+        core, path = DummyVecEnv([lambda: TimedEnv(make(), clock)] * n_envs), "python"
+    venv: VecEnv = VecFrameStack(core, job.agent.frame_stack) if job.agent.frame_stack > 1 else core
+    return venv, clock, path
 
 
 def evaluation_env(job: TrainJob, n_episodes: int) -> VecEnv:
@@ -212,9 +240,9 @@ def evaluate_policy(model: BaseAlgorithm, job: TrainJob, n_episodes: int, step: 
 class _Checkpoints(BaseCallback):
     """Evaluates at the start of the first rollout past each checkpoint and times the phases of learning."""
 
-    def __init__(self, job: TrainJob, timed: TimedVecEnv) -> None:
+    def __init__(self, job: TrainJob) -> None:
         super().__init__()
-        self.job, self.timed = job, timed
+        self.job = job
         self.marks = [job.timesteps * j // job.checkpoints for j in range(job.checkpoints)]
         self.curve: list[Evaluation] = []
         self.rollout_s = self.update_s = self.eval_s = 0.0
@@ -270,7 +298,7 @@ class SB3Engine:
         hyper = job.hyper
         # PPO-style keyword arguments (n_steps, batch_size, n_epochs): a BaseAlgorithm's own signature lacks them
         cls: Callable[..., BaseAlgorithm] = algorithm_class(job.agent)
-        venv, timed, path = training_env(job)
+        venv, clock, path = training_env(job)
         policy_kwargs: dict[str, Any] = {"net_arch": list(hyper.net_arch)}
         policy = "MlpPolicy"
         if job.agent.algorithm == "recurrent-ppo":
@@ -280,11 +308,11 @@ class SB3Engine:
                     learning_rate=hyper.learning_rate, gamma=hyper.gamma, ent_coef=hyper.ent_coef,
                     policy_kwargs=policy_kwargs, seed=job.train_seed, device="cpu", verbose=0)
         venv.seed(job.train_seed * SEED_STRIDE)  # after the model's own env.seed(train_seed)
-        callback = _Checkpoints(job, timed)
-        timed.seconds = 0.0
+        callback = _Checkpoints(job)
+        clock.seconds = 0.0
         model.learn(total_timesteps=job.timesteps, callback=callback)
         callback.finish()
-        env_s = timed.seconds
+        env_s = clock.seconds
         final = evaluate_policy(model, job, len(job.eval_seeds), int(model.num_timesteps))
         venv.close()
         total = time.perf_counter() - started
@@ -293,5 +321,5 @@ class SB3Engine:
         return TrainResult(callback.curve, final, int(model.num_timesteps), timing, path, library_versions())
 
 
-__all__ = ["LIBRARIES", "SB3Engine", "TimedVecEnv", "algorithm_class", "evaluate_policy", "library_versions",
+__all__ = ["LIBRARIES", "Clock", "SB3Engine", "TimedEnv", "TimedVectorEnv", "algorithm_class", "evaluate_policy", "library_versions",
            "native_path", "training_env"]
