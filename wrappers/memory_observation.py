@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 from tepa_envs.agents.memories.protocol import hooks_of
 from tepa_envs.agents.readers.agent import write_step
@@ -15,7 +16,6 @@ from tepa_envs.agents.memories.protocol import Memory
 from tepa_envs.agents.memories.registry import make_memory
 from tepa_envs.core import Record, check_positive_int
 from tepa_envs.core.contracts import ValueActions
-from tepa_envs.core.step_info import evidence_of
 
 MEMORY_ENTRIES = ("memory_value", "memory_validity", "memory_support", "memory_conflict")
 
@@ -79,12 +79,13 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
         self._zero_value = np.zeros(self.n_actions, dtype=np.float32)
         self._zero_unit = np.zeros(1, dtype=np.float32)
         self._zero_count = scaled_count(0, count_cap)
-        self._scaled: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._scaled: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _bind(self, task: TaskAccess) -> None:
         """Cache what every step needs: the task contract and the memory's bound methods."""
         self._task = task
         self._to_action = task.to_action
+        self._evidence_env = evidence_layer(self.env)
         # The environment's own ValueActions.to_action (not overridden by a wrapper or a subclass):
         # values are looked up in its index directly.
         method = task.to_action
@@ -123,10 +124,8 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
 
     def step(self, action: Any):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        if isinstance(info.get("evidence", ()), (list, tuple)):
-            write_step(self._memory, info)
-        else:  # the fixed schema: the evidence list from the environment
-            write_step(self._memory, {**info, "evidence": evidence_of(info, self.env)})
+        # the fixed schema's evidence is the environment's last_evidence (through get_wrapper_attr)
+        write_step(self._memory, info, self._evidence_env)
         return self._augment(observation, info), reward, terminated, truncated, info
 
     # ---------------------------------------------------------------- helpers
@@ -137,18 +136,21 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
     def _action_of(self, value: str) -> int | None:
         return action_of(self._task.to_action, value, self.n_actions)
 
-    def _record_view(self, record: Record) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Fresh copies of the validity and scaled-count arrays of ``record``, computed once per pair
-        of integer counts of a plain :class:`Record` (whose validity depends on its counts alone)."""
+    def _record_view(self, record: Record, action: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Fresh copies of the one-hot, validity and scaled-count arrays of ``record`` shown as
+        ``action``, computed once per action and pair of integer counts of a plain
+        :class:`Record` (whose validity depends on its counts alone)."""
         support, conflict = record.support, record.conflict
         cacheable = type(support) is int and type(conflict) is int and type(record) is Record
-        arrays = self._scaled.get((support, conflict)) if cacheable else None
+        arrays = self._scaled.get((action, support, conflict)) if cacheable else None
         if arrays is None:
-            arrays = (np.array([record.validity], dtype=np.float32), scaled_count(support, self.count_cap),
+            value = self._zero_value.copy()
+            value[action] = 1.0
+            arrays = (value, np.array([record.validity], dtype=np.float32), scaled_count(support, self.count_cap),
                       scaled_count(conflict, self.count_cap))
             if cacheable and len(self._scaled) < _SCALED_CACHE_SIZE:
-                self._scaled[(support, conflict)] = arrays
-        return arrays[0].copy(), arrays[1].copy(), arrays[2].copy()
+                self._scaled[(action, support, conflict)] = arrays
+        return arrays[0].copy(), arrays[1].copy(), arrays[2].copy(), arrays[3].copy()
 
     def _augment(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         # Same result as memory_view(self.top_record(info), ...), merged after the inner entries,
@@ -172,12 +174,11 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
                 if 0 <= action < n_actions:
                     record = candidate
                     break
-        value = self._zero_value.copy()
-        if record is None:
-            validity, support, conflict = self._zero_unit.copy(), self._zero_count.copy(), self._zero_count.copy()
+        if record is None or action is None:
+            value, validity = self._zero_value.copy(), self._zero_unit.copy()
+            support, conflict = self._zero_count.copy(), self._zero_count.copy()
         else:
-            value[action] = 1.0
-            validity, support, conflict = self._record_view(record)
+            value, validity, support, conflict = self._record_view(record, action)
         if self._dict_inner:
             merged = dict(observation)
             merged["memory_value"] = value
@@ -191,6 +192,19 @@ class MemoryObservation(gym.Wrapper[dict[str, Any], Any, Any, Any], gym.utils.Re
 
 _SCALED_CACHE_SIZE = 1 << 16
 """Most pairs of scaled counts a MemoryObservation keeps (pairs of ``int`` counts only)."""
+
+
+PLAIN_WRAPPERS: tuple[type, ...] = (OrderEnforcing, PassiveEnvChecker, TimeLimit)
+"""Gymnasium's wrappers ``gym.make`` adds, none of which overrides an environment member."""
+
+
+def evidence_layer(env: gym.Env) -> gym.Env:
+    """The first layer of ``env`` below the :data:`PLAIN_WRAPPERS` (exactly those classes):
+    its ``get_wrapper_attr`` finds what ``env``'s would, without walking those layers again
+    on every step."""
+    while type(env) in PLAIN_WRAPPERS and isinstance(env, gym.Wrapper):
+        env = env.env
+    return env
 
 
 def memory_spaces(n_actions: int) -> dict[str, gym.spaces.Box]:

@@ -300,3 +300,26 @@ def test_observations_are_fresh_arrays():
     for name in MEMORY_ENTRIES:
         for a, b in ((first, second), (second, third), (first, third)):
             assert not np.shares_memory(a[name], b[name])
+
+
+class HiddenEvidence(gym.Wrapper):
+    """Overrides ``last_evidence`` (read through ``get_wrapper_attr`` for a fixed-schema info): reveals nothing."""
+
+    @property
+    def last_evidence(self):
+        return ()
+
+
+@pytest.mark.parametrize("outer", [lambda env: env, lambda env: gym.wrappers.TimeLimit(env, 1000)])
+def test_an_inner_wrapper_overriding_last_evidence_is_read_under_gymnasiums_wrappers(outer):
+    # MemoryObservation skips gym.make's own wrappers when it looks up last_evidence, never a user's
+    hidden = MemoryObservation(outer(HiddenEvidence(_regime_drift())), LastSuccessMemory())
+    shown = MemoryObservation(outer(_regime_drift()), LastSuccessMemory())
+    seen = []
+    for env in (hidden, shown):
+        _, info = env.reset(seed=0)
+        for _ in range(5):
+            observation, *_, info = env.step(env.unwrapped.to_action(info["oracle"]["correct"]))
+        seen.append(bool(observation["memory_value"].any()))
+    assert not hidden.memory.table and shown.memory.table
+    assert seen == [False, True]
