@@ -135,6 +135,12 @@ class RegimeDriftVectorEnv(VectorEnv):
         self._started = False
 
     # ------------------------------------------------------------------ world
+    @property
+    def key_noise(self) -> float:
+        """The sub-environments' ``key_noise`` (as given, default 0.0): the probability that a
+        step's evidence is filed under a wrong key."""
+        return self._template.key_noise
+
     def _reset_env(self, i: int, seed: int | None) -> None:
         rng = self._rngs[i]
         if seed is not None or rng is None:

@@ -167,3 +167,10 @@ def test_build_world_without_evidence_keys_draws_the_same_numbers(key_noise):
         np.testing.assert_array_equal(task_keys, lean_task_keys)
         assert lean_keys is None and len(evidence_keys) == 50
         assert full_rng.bit_generator.state == lean_rng.bit_generator.state
+
+
+@pytest.mark.parametrize("kwargs, expected", [({}, 0.0), ({"key_noise": 0.25}, 0.25)])
+def test_key_noise_is_a_declared_member(kwargs, expected):
+    envs = gym.make_vec("TEPA/RegimeDrift-v0", num_envs=2, **kwargs)
+    assert isinstance(envs.unwrapped, RegimeDriftVectorEnv) and envs.unwrapped.key_noise == expected
+    envs.close()
