@@ -1,6 +1,7 @@
 """The RL study on both engines, side by side: ``tepa-bench rl`` with ``--engine sb3`` and ``--engine rllib``.
 
     python benchmarks/rl_engines.py [--size quick|medium|default] [--workers 2] [--out DIR] [--fresh] [--readme]
+    python benchmarks/rl_engines.py --report-only [--out DIR] [--readme]   # the report of runs already in OUT
 
 runs the same built-in size (default ``quick``: 10 agents x 2 environments x 2
 training seeds, 2,048 steps per unit) on each engine, one after the other, with the
@@ -9,7 +10,7 @@ engines' units live side by side; a rerun resumes each), and prints one markdown
 report: per environment and agent the final drift and overall success under each
 engine, and per agent the time split under each (environment + memory steps per
 second for the same environment and memory, the policy's forward passes, the PPO
-updates, the seconds per unit), with each engine's wall time. ``--readme`` writes
+updates, the evaluations, the seconds per unit), with each engine's wall time. ``--readme`` writes
 the report into the ``rl-engines`` block of ``docs/rl.md``.
 
 The wall times are a measurement of the machine that ran them, with the number of
@@ -51,6 +52,15 @@ def run_engine(engine: str, size: str, workers: int, out: Path) -> dict[str, Any
     return data
 
 
+def read_engine(engine: str, out: Path) -> dict[str, Any]:
+    """The rl.json an earlier run wrote into ``out/ENGINE``."""
+    path = out / engine / "rl.json"
+    if not path.is_file():
+        raise SystemExit(f"{path} not found: run without --report-only first")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
 def _score(row: dict[str, Any], score: str) -> str:
     est = row["success"].get(score)
     return "-" if est is None else f"{est['mean']:.2f} [{est['ci_low']:.2f}, {est['ci_high']:.2f}]"
@@ -61,14 +71,16 @@ def _timing(runs: dict[str, dict[str, Any]], engine: str, agent: str, key: str) 
     return sum(rows) / len(rows)
 
 
-def report(runs: dict[str, dict[str, Any]], workers: int, load: tuple[float, float, float]) -> str:
-    """The markdown report of both engines' runs (see the module docstring)."""
+def report(runs: dict[str, dict[str, Any]], conditions: dict[str, Any]) -> str:
+    """The markdown report of both engines' runs (see the module docstring); ``conditions``:
+    ``workers``, ``cores``, ``load`` (the 1-minute load average when the runs started)."""
     first = runs[ENGINES[0]]
     spec, agents = first["spec"], first["agents"]
     lines = [f"Size `{spec['name']}`: {len(first['train_seeds'])} training seeds, {spec['timesteps']:,} training "
              f"steps per unit, {spec['eval_episodes']} held-out episodes, the same seeds on both engines; "
-             f"`--workers {workers}` on a machine with {os.cpu_count()} cores (load average "
-             f"{load[0]:.1f} when the runs started: other jobs shared it), Python {platform.python_version()}."]
+             f"`--workers {conditions['workers']}` on a machine with {conditions['cores']} cores (load average "
+             f"{conditions['load']:.1f} when the runs started: other jobs shared it), Python "
+             f"{conditions['python']}.", ""]
     for engine in ENGINES:
         data = runs[engine]
         versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
@@ -89,12 +101,14 @@ def report(runs: dict[str, dict[str, Any]], workers: int, load: tuple[float, flo
               "both engines; forward = rollout collection less those seconds):", "",
               "| agent | path | " + " | ".join(f"env+memory steps/s {e}" for e in ENGINES) + " | "
               + " | ".join(f"forward s {e}" for e in ENGINES) + " | " + " | ".join(f"update s {e}" for e in ENGINES)
-              + " | " + " | ".join(f"unit s {e}" for e in ENGINES) + " |",
-              "|---|---|" + "---|" * (4 * len(ENGINES))]
+              + " | " + " | ".join(f"eval s {e}" for e in ENGINES) + " | " + " | ".join(f"unit s {e}" for e in ENGINES)
+              + " |", "|---|---|" + "---|" * (5 * len(ENGINES))]
     for agent in agents:
-        paths = "/".join(sorted({env["agents"][agent]["path"] for env in first["envs"]}))
+        by_engine = {e: "/".join(sorted({env["agents"][agent]["path"] for env in runs[e]["envs"]})) for e in ENGINES}
+        paths = (by_engine[ENGINES[0]] if len(set(by_engine.values())) == 1
+                 else ", ".join(f"{p} ({e})" for e, p in by_engine.items()))
         cells = [f"{_timing(runs, e, agent, 'env_steps_per_s'):,.0f}" for e in ENGINES]
-        cells += [f"{_timing(runs, e, agent, key):.1f}" for key in ("policy_s", "update_s", "total_s")
+        cells += [f"{_timing(runs, e, agent, key):.1f}" for key in ("policy_s", "update_s", "eval_s", "total_s")
                   for e in ENGINES]
         lines.append(f"| {agent} | {paths} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -106,17 +120,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="workers for each engine (default 2)")
     parser.add_argument("--out", default="results/rl_engines", help="output directory (default results/rl_engines)")
     parser.add_argument("--fresh", action="store_true", help="remove the store first (no unit resumed)")
+    parser.add_argument("--report-only", action="store_true", help="run nothing: report the runs already in --out")
     parser.add_argument("--readme", action="store_true", help="write the rl-engines block of docs/rl.md")
     parser.add_argument("--root", default=".", help="the checkout holding docs/ (default .)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.fresh:
-        for name in ("rl_store.db", "rl_store.db-wal", "rl_store.db-shm"):
-            (out / name).unlink(missing_ok=True)
-    load = os.getloadavg()
-    runs = {engine: run_engine(engine, args.size, args.workers, out) for engine in ENGINES}
-    text = report(runs, args.workers, load)
+    if args.report_only:
+        runs = {engine: read_engine(engine, out) for engine in ENGINES}
+        conditions = json.loads((out / "conditions.json").read_text(encoding="utf-8"))
+    else:
+        if args.fresh:
+            for name in ("rl_store.db", "rl_store.db-wal", "rl_store.db-shm"):
+                (out / name).unlink(missing_ok=True)
+        conditions = {"workers": args.workers, "cores": os.cpu_count(), "load": os.getloadavg()[0],
+                      "python": platform.python_version()}
+        (out / "conditions.json").write_text(json.dumps(conditions), encoding="utf-8")
+        runs = {engine: run_engine(engine, args.size, args.workers, out) for engine in ENGINES}
+    text = report(runs, conditions)
     (out / "rl_engines.md").write_text(text, encoding="utf-8")
     print(text)
     if args.readme:
