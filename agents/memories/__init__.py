@@ -26,6 +26,7 @@ from tepa_envs.agents.memories.semantic import SemanticRetrieval
 from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, TEPAPaper, replay_audit
 from tepa_envs.agents.memories.tepa_choices import PAPER_READINGS, PRESETS as TEPA_PRESETS, TEPAChoices
 from tepa_envs.agents.memories.tepa_full import TEPAFull
+from tepa_envs.agents.memories.tepa_params import TEPAParams
 from tepa_envs.agents.memories.tepa_regime import TEPARegime
 from tepa_envs.agents.memories.trials import TrialGate
 from tepa_envs.agents.memories.two_strike import TwoStrike
@@ -36,6 +37,6 @@ __all__ = [
     "DiscountedBeta", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
     "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "OracleView", "PAPER_READINGS",
     "ReactiveForgetting", "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAChoices", "TEPAFull", "TEPANoRev",
-    "TEPAPaper", "TEPARegime", "TEPA_PRESETS", "TemporalRecency", "TrialGate", "TwoStrike",
+    "TEPAPaper", "TEPAParams", "TEPARegime", "TEPA_PRESETS", "TemporalRecency", "TrialGate", "TwoStrike",
     "hooks_of", "load_class", "make_memory", "replay_audit",
 ]

@@ -150,6 +150,14 @@ class TEPAChoices:
         for name, allowed in CHOICE_VALUES.items():
             check_choice(name, check_str(name, getattr(self, name)), allowed)
 
+    @classmethod
+    def from_preset(cls, preset: str = "v0", *, theta_prop: int = 3, **choices: Any) -> TEPAChoices:
+        """The choices of ``preset`` (``"v0"`` or ``"paper"``) with ``choices`` applied by name,
+        for TEPA's grouped form ``TEPA(choices=...)``; ``theta_prop`` resolves the ``"paper"``
+        preset's ``theta_prop_fresh`` (equal to it): pass TEPA's ``theta_prop`` when it is not 3."""
+        check_positive_int("theta_prop", theta_prop)
+        return resolve_choices(preset, theta_prop, **choices)
+
     def as_dict(self) -> dict[str, Any]:
         """The choices by name, for reports."""
         return asdict(self)

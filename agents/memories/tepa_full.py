@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tepa_envs.core import check_positive_int
 
-from tepa_envs.agents.memories.tepa import ACTIVE, TEPA, Precedent
+from tepa_envs.agents.memories.tepa import TEPA
+from tepa_envs.agents.memories.tepa_rules import ACTIVE, Precedent
 from tepa_envs.agents.memories.trials import TrialGate
 
 

@@ -63,7 +63,8 @@ from typing import Any, NamedTuple
 
 from tepa_envs.core import Evidence, check_int, check_probability
 
-from tepa_envs.agents.memories.tepa import ACTIVE, REVOKED, TEPA, Precedent
+from tepa_envs.agents.memories.tepa import TEPA
+from tepa_envs.agents.memories.tepa_rules import ACTIVE, REVOKED, Precedent
 
 
 PROBATION_MODES: tuple[str, ...] = ("shown", "hidden")
@@ -113,6 +114,10 @@ class TEPARegime(TEPA):
 
     name = "tepa-regime"
 
+    regime_window: int = 1
+    """Outcomes in the cross-key window (``__init__`` sets it once TEPA's ``n_rec`` is resolved;
+    until then, while TEPA's constructor runs ``_reset``, the window is this size)."""
+
     def __init__(self, *, regime_window: int | None = None, regime_rate: float | None = None,
                  regime_keys: int = 2, revoke_failed: bool = True, probation: str = "shown",
                  **kwargs: Any) -> None:
@@ -129,7 +134,6 @@ class TEPARegime(TEPA):
         if window is not None and keys > window:
             raise ValueError(f"regime_keys ({keys}) cannot exceed regime_window ({window}): "
                              "the alarm could never fire")
-        self._regime_args = (window, rate, keys)
         super().__init__(**kwargs)
         self.regime_window = self.n_rec if window is None else window
         self.regime_rate = self.theta_rec if rate is None else rate
@@ -145,7 +149,7 @@ class TEPARegime(TEPA):
     def _reset(self) -> None:
         super()._reset()
         self._probation: dict[int, int] = {}  # precedent id -> t of the alarm that put it on probation
-        self._window = deque(maxlen=getattr(self, "regime_window", 1))
+        self._window = deque(maxlen=self.regime_window)
         self._alarms: list[RegimeAlarm] = []
         self._probation_log: list[ProbationEvent] = []
 
