@@ -1,23 +1,29 @@
-"""A FactConsolidation generator shaped like MemoryAgentBench's own rows.
+"""A FactConsolidation generator with the episode shape of MemoryAgentBench's rows.
 
-Measured on the official 6k rows and reproduced here (the forms and their
-paraphrases are in :mod:`tepa_envs.facts.templates`):
+The *shape* is measured on the official 6k rows and reproduced here; the
+*wording* is not taken from them: relations and sentence forms come from the
+general pool of :mod:`tepa_envs.facts.templates` (Wikidata properties stated in
+the general English forms: genitive, possessive, object first, and the
+relation's verb), questions from the same schemas.
 
-* the sentence forms of the official rows, in their proportions;
+* One surface form per relation per record, drawn from the relation's forms
+  (as in the official rows, where a relation's old and new facts are worded
+  alike); every relation equally likely;
 * about 55 % of the keys overridden once, the newer fact anywhere after the
   older one (median gap about a third of the list);
 * multi-hop questions are chains of 2 to 4 hops (shares 0.6 / 0.3 / 0.1) that
   follow the newest fact at every hop, each with at least one overridden
-  hop, asked as paraphrased questions around nested noun phrases; most of
-  the record's facts lie on some chain (as in MQuAKE, where the facts come
-  from the chains), the rest are drawn at random to reach the length;
+  hop, asked as questions around nested noun phrases; most of the record's
+  facts lie on some chain (as in MQuAKE, where the facts come from the
+  chains), the rest are drawn at random to reach the length;
 * single-hop questions: 74 % about overridden keys, 26 % about keys never
   overridden (the official SH-6k row's shares).
 
-Entity names follow several patterns per type (see
-:data:`~tepa_envs.facts.templates.NAME_PATTERNS`), each around a stem no other
-name contains, so substring matching never credits a wrong entity. Records
-follow MemoryAgentBench's schema; everything is drawn from one
+Entity names follow several patterns per kind (see
+:data:`~tepa_envs.facts.templates.NAME_PATTERNS`), each around a stem of six
+letters that occurs in no other name (checked as each name is drawn), so
+substring matching never credits a wrong entity. Records follow
+MemoryAgentBench's schema; everything is drawn from one
 ``random.Random("shaped-<seed>-<length>")`` (string seeds are hashed the same
 way in every process).
 """
@@ -37,9 +43,32 @@ REUSE = 0.3  # chance a chain's next entity is one the world already has
 
 _CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 _SYLLABLES = tuple(c + v for c in _CONSONANTS for v in _VOWELS)
+_STEM_LETTERS = 6  # three syllables
 _BY_SUBJECT: dict[str, tuple[int, ...]] = {}
 for _i, _rel in enumerate(SHAPED_RELATIONS):
     _BY_SUBJECT[_rel.subject] = _BY_SUBJECT.get(_rel.subject, ()) + (_i,)
+
+
+def _rng(length: str, seed: int) -> random.Random:
+    check_length(length)
+    return random.Random(f"shaped-{check_seed(seed)}-{length}")
+
+
+def _forms(rng: random.Random) -> tuple[str, ...]:
+    """One surface form per relation for a whole record (the record's first draws)."""
+    return tuple(rng.choice(rel.facts) for rel in SHAPED_RELATIONS)
+
+
+def record_forms(length: str = "6k", seed: int = 0) -> tuple[str, ...]:
+    """The fact form each relation of :data:`~tepa_envs.facts.templates.SHAPED_RELATIONS`
+    takes in the record :func:`generate_shaped` builds for ``length`` and ``seed``."""
+    return _forms(_rng(length, seed))
+
+
+def _windows(text: str) -> set[str]:
+    """Every run of :data:`_STEM_LETTERS` letters in ``text`` (lower case)."""
+    low = text.lower()
+    return {low[i:i + _STEM_LETTERS] for i in range(len(low) - _STEM_LETTERS + 1)}
 
 
 class _World:
@@ -50,28 +79,35 @@ class _World:
         self.by_type: dict[str, list[int]] = {}
         self.values: dict[tuple[int, int], list[int]] = {}   # (subject, relation) -> values, oldest first
         self.stems: set[str] = set()
+        self.windows: set[str] = set()   # every stem-long run of letters in a name drawn so far
+        self.forms = _forms(rng)
 
     def _stem(self) -> str:
         while True:
             stem = "".join(self.rng.choice(_SYLLABLES) for _ in range(3))
-            if stem not in self.stems and not any(stem in s or s in stem for s in ("ban", "sis", "ism")):
-                self.stems.add(stem)
+            if stem not in self.stems and stem not in self.windows:
                 return stem
 
     def new(self, kind: str) -> int:
         patterns = NAME_PATTERNS[kind]
-        draw = self.rng.random()
-        cumulative = 0.0
-        pattern = patterns[-1][0]
-        for text, share in patterns:
-            cumulative += share
-            if draw < cumulative:
-                pattern = text
+        while True:
+            draw = self.rng.random()
+            cumulative = 0.0
+            pattern = patterns[-1][0]
+            for text, share in patterns:
+                cumulative += share
+                if draw < cumulative:
+                    pattern = text
+                    break
+            stem = self._stem()
+            given = [(self.rng.choice(_SYLLABLES) + self.rng.choice(_SYLLABLES)).capitalize() for _ in range(3)]
+            name = pattern.format(S=stem.capitalize(), s=stem, G=given[0], H=given[1], I=given[2][0],
+                                  T=given[2], N=str(self.rng.randrange(2, 99)))
+            windows = _windows(name)
+            if not windows & self.stems:   # no other name's stem inside this name
                 break
-        stem = self._stem()
-        given = [(self.rng.choice(_SYLLABLES) + self.rng.choice(_SYLLABLES)).capitalize() for _ in range(3)]
-        name = pattern.format(S=stem.capitalize(), s=stem, G=given[0], H=given[1], I=given[2][0],
-                              T=given[2], N=str(self.rng.randrange(2, 99)))
+        self.stems.add(stem)
+        self.windows |= windows
         self.names.append(name)
         self.types.append(kind)
         self.by_type.setdefault(kind, []).append(len(self.names) - 1)
@@ -90,7 +126,7 @@ class _World:
         options = [r for r in kinds if r not in exclude]
         if not options:
             return None
-        return self.rng.choices(options, weights=[SHAPED_RELATIONS[r].weight for r in options])[0]
+        return self.rng.choice(options)
 
     def any_relation(self) -> int:
         """One relation drawn from all of them (none excluded, so there always is one)."""
@@ -129,9 +165,7 @@ def _chain(world: _World) -> tuple[int, tuple[tuple[int, int], ...]] | None:
 
 def generate_shaped(length: str = "6k", seed: int = 0) -> dict[str, dict]:
     """Both splits of one length, ``{"sh": record, "mh": record}``, sharing one context."""
-    check_length(length)
-    seed = check_seed(seed)
-    rng = random.Random(f"shaped-{seed}-{length}")
+    rng = _rng(length, seed)
     world = _World(rng)
     n_facts = LENGTHS[length]
     n_keys = round(n_facts / (1 + OVERRIDE_SHARE))
@@ -167,7 +201,7 @@ def generate_shaped(length: str = "6k", seed: int = 0) -> dict[str, dict]:
             items.append((u, key, values[0]))
             items.append((rng.uniform(u, 1.0) + 1e-9, key, values[1]))
     items.sort(key=lambda item: item[0])
-    lines = [HEADER] + [f"{n}. {SHAPED_RELATIONS[key[1]].fact.format(s=world.names[key[0]], o=world.names[value])}"
+    lines = [HEADER] + [f"{n}. {world.forms[key[1]].format(s=world.names[key[0]], o=world.names[value])}"
                         for n, (_, key, value) in enumerate(items)]
     context = "\n".join(lines)
 
@@ -199,4 +233,4 @@ def _pick(rng: random.Random, options: tuple[str, ...]) -> str:
     return rng.choice(options)
 
 
-__all__ = ["generate_shaped"]
+__all__ = ["generate_shaped", "record_forms"]
