@@ -46,3 +46,25 @@ def test_the_table_names_every_missed_target():
     assert "missed by `TEPA/B-v0` (0.50×)." in text  # FileOps does real I/O: not held to the target
     assert "its plain environment: missed by `TEPA/A-v0` (0.50×)." in text
     assert "90% of its stepping time" in text and "popgym not installed" in text
+
+
+class Sleepy(gym.Env):
+    """Each step sleeps 0.5 ms: wall time the process does not run."""
+
+    action_space = gym.spaces.Discrete(2)
+    observation_space = gym.spaces.Discrete(1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        time.sleep(0.0005)
+        return 0, 0.0, False, False, {}
+
+
+def test_the_cpu_clock_leaves_out_time_the_process_does_not_run():
+    wall = throughput.single_rate(Sleepy, 0.05, "wall")
+    cpu = throughput.single_rate(Sleepy, 0.01, "cpu")
+    assert wall < 2000 and cpu > 3 * wall
+    assert throughput.vector_rate(gym.vector.SyncVectorEnv([Sleepy]), 0.01, "cpu") > 3 * wall
