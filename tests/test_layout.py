@@ -51,16 +51,6 @@ ALLOWED_PROBES: dict[tuple[str, str, str], str] = {
         "a Hugging Face model config (third party): not every architecture has the field",
     ("wrappers/rllib.py", "config", "worker_index"): "RLlib's EnvContext (third party): a plain dict has none",
 }
-#: Probes in files their owners are rewriting now (issue 23 item 3); each goes once its
-#: file declares what it reads. Not a place for new entries.
-PENDING: frozenset[tuple[str, str, str]] = frozenset({
-    ("tepa_envs/core/stream.py", "self", "spec"),
-    ("agents/evaluation/studies/rl_study.py", "made.unwrapped", "drift"),
-    ("agents/memories/tepa_regime.py", "self", "regime_window"),
-    # needs a public member of RegimeDriftVectorEnv (tepa_envs/regime_drift/vector.py) for its template
-    ("wrappers/vector_memory.py", "env.unwrapped", "_template"),
-    ("wrappers/vector_memory.py", "template", "key_noise"),
-})
 
 
 def modules(folder: str) -> list[tuple[Path, str]]:
@@ -149,7 +139,7 @@ def test_no_literal_name_probes_outside_the_allowlist():
     member is declared on its contract (with a default when it is optional) or its
     capability is a ``runtime_checkable`` Protocol checked with ``isinstance``."""
     offending = [f"{site[0]}:{line} {site[1]}.{site[2]}" for line, site in library_probes()
-                 if site not in ALLOWED_PROBES and site not in PENDING]
+                 if site not in ALLOWED_PROBES]
     assert offending == [], "declare the member on the contract instead of probing for it"
 
 
@@ -157,7 +147,6 @@ def test_every_allowed_probe_is_still_made_and_says_why():
     made = {site for _, site in library_probes()}
     assert [site for site in ALLOWED_PROBES if site not in made] == []  # a stale entry: remove it
     assert all(reason.strip() for reason in ALLOWED_PROBES.values())
-    assert not set(ALLOWED_PROBES) & PENDING
 
 
 def test_the_probe_scan_sees_every_literal_name_probe(tmp_path):

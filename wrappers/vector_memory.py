@@ -173,9 +173,8 @@ class MemoryObservationV(VectorWrapper):
 
 def _key_noise(env: VectorEnv) -> float:
     """The vector env's ``key_noise`` (its construction arguments; 0 when it was left out)."""
-    template = getattr(env.unwrapped, "_template", None)
-    if template is not None and hasattr(template, "key_noise"):
-        return float(template.key_noise)
+    if isinstance(env.unwrapped, RegimeDriftVectorEnv):
+        return env.unwrapped.key_noise
     spec = env.spec
     return float((spec.kwargs if spec is not None else {}).get("key_noise", 0.0))
 
