@@ -54,7 +54,7 @@ class TEPAKernel(TEPARules):
         self._inline_retrieve = self._retrieve_kept
         # A fresh key's first support proposes a precedent with s = 1, f = 0 (when theta_prop_fresh
         # is 1) and, unless revocation is checked after supports, is it promoted at once?
-        self._fresh_proposes = self._theta_prop_fresh == 1 and not self._check_after_support
+        self._fresh_proposes = self.choices.theta_prop_fresh == 1 and not self._check_after_support
         self._fresh_state = (ACTIVE if (1 + self._alpha) / (1 + 0 + self._alpha + self._beta) >= self._theta_pro
                              else HYPOTHESIS)
 

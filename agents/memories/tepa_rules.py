@@ -198,7 +198,7 @@ class TEPARules(TEPABase):
                 if tie_break == "last_created":
                     records.reverse()
                 records.sort(key=lambda r: -r.score)  # stable: equal scores keep their order
-            del records[self._top_k:]
+            del records[self._params.top_k:]
         return records
 
     def on_notify(self, key: str) -> None:
@@ -259,7 +259,7 @@ class TEPARules(TEPABase):
             candidate.support += 1
             if in_window and self._seed_from_history:
                 candidate.push_outcome(True, self._n_rec)
-            needed = self._theta_prop if live else self._theta_prop_fresh
+            needed = self._params.theta_prop if live else self._choices.theta_prop_fresh
             if candidate.support < needed:
                 if pending is None:
                     pending = self._candidates[key] = {}
@@ -271,7 +271,7 @@ class TEPARules(TEPABase):
                 precedent.recent_bits, precedent.recent_n = candidate.recent_bits, candidate.recent_n
             elif in_window:
                 precedent.push_outcome(True, self._n_rec)
-            check = self._check_at_proposal
+            check = self._choices.revoke_check == "after_every_update"
         else:
             precedent.support += 1
             precedent.updated = t
