@@ -149,15 +149,17 @@ class FactConsolidationEnv(TaskEnvDefaults, gym.Env):
     married to?") or multi-hop (``split="mh"``: 2-4 hops, "In which city did
     the spouse of Doka Letubu pass away?"), each hop possibly overridden.
 
-    By default the records come from an offline generator shaped like the
-    official rows (:mod:`tepa_envs.facts.shaped`: their sentence forms and
-    proportions, paraphrased questions, 2-4 hop chains, a quarter of the
-    single-hop questions about facts never overridden; 455 / 2,310 / 4,580 /
-    18,332 facts at 6k / 32k / 64k / 262k tokens, 100 questions per split),
-    rebuilt from the reset seed. With ``data_path`` the environment streams real
-    MemoryAgentBench records from a local JSON, JSONL or parquet file instead,
-    at any length (the record whose ``metadata.source`` names the split and
-    length). Facts are keyed by frames induced from the record, whatever its
+    By default the records come from an offline generator with the official
+    rows' episode shape (:mod:`tepa_envs.facts.shaped`: 455 / 2,310 / 4,580 /
+    18,332 facts at 6k / 32k / 64k / 262k tokens, 100 questions per split, 2-4
+    hop chains, a quarter of the single-hop questions about facts never
+    overridden), worded from a general pool of Wikidata-property relations in
+    the general forms of English (genitive, possessive, object first and
+    subject-first verbs; :mod:`tepa_envs.facts.templates`), none copied from the
+    official rows, every relation equally likely, rebuilt from the reset seed.
+    With ``data_path`` the environment streams real MemoryAgentBench records
+    from a local JSON, JSONL or parquet file instead, at any length (the record
+    whose ``metadata.source`` names the split and length). Facts are keyed by frames induced from the record, whatever its
     sentence forms (``extraction``); a fact no frame fits is still shown in
     ``info["context"]`` but yields no evidence (:meth:`coverage` tells the
     share keyed).

@@ -42,8 +42,25 @@ fact may override). Frames are induced from the data alone:
    sentence. Frames that name one relation in other words are then merged
    (:func:`merge_synonymous`): their relation words match (same stem, or a
    shared WordNet sense or derivation, :mod:`tepa_envs.facts.wordnet`) and
-   their objects are of one kind (they share an object). These are rules of
-   English grammar and a general lexical database, not of any data set.
+   their objects are of one kind (they share an object). Two genitive frames
+   are one relation only when their nouns are *synonyms* (a shared WordNet
+   noun sense, or one stem): nouns related otherwise name different
+   relations of one family (*father* and *mother* share only the verb sense
+   *beget*, *employer* and *employee* the derivation *employ*; *husband* and
+   *wife*, *son* and *daughter* are co-hyponyms), and merging them would let a
+   fact of one override the other. These are rules of English grammar and a
+   general lexical database, not of any data set.
+
+8. Name words back to the entities (:func:`_name_parts`): capitalised frame
+   words next to a slot belong to the name in it ("Mount {S}", "{S} Rowing
+   Club"; a possessive ``'s`` ends the name). When the subject slot opens the
+   sentence and its name ends in a name word, the lower-case nouns between it
+   and the copula are the head noun of the subject's noun phrase ("Tavora
+   dollar is the currency of X": the entity is *Tavora dollar*); adverbs
+   ("still", "also") and function words are not.
+9. A frame left without relation words ("{S} is {O}", after step 8 too) is
+   read by the genitive shapes of English directly
+   (:func:`_syntactic_genitive`).
 
 A sentence no attested frame fits is not keyed (``None``). The key is
 ``"<subject>|<frame>"`` with the frame as a slot string,
@@ -57,8 +74,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 SUBJECT, OBJECT = "{S}", "{O}"
 
@@ -142,7 +159,9 @@ def induce_facts(texts: Sequence[str], sample: int | None = SAMPLE) -> list[Indu
         if shorter is not None:
             middle, obj = words[len(prefix) + len(subject):shorter], words[shorter:]
         facts.append(InducedFact(_join(subject), _frame(prefix, middle), _join(obj)))
-    facts = [(_syntactic_genitive(sentences[n]) or f) if _bare(f) else _name_parts(f) for n, f in enumerate(facts)]
+    # name words back to the entities first: a frame left without relation words is bare
+    facts = [_name_parts(f) for f in facts]
+    facts = [(_syntactic_genitive(sentences[n]) or f) if _bare(f) else f for n, f in enumerate(facts)]
     return merge_synonymous(canonical_facts(facts))
 
 
@@ -158,10 +177,13 @@ def _name_word(word: str) -> bool:
 def _name_parts(fact: InducedFact | None) -> InducedFact | None:
     """Step 8 of the module: capitalised frame words next to a slot are part of the name
     in that slot (English writes proper names, and only them, capitalised mid-sentence:
-    "Mount {S}", "{S} Rowing Club", "the peak Mount {O}"), so they go back to the entity."""
+    "Mount {S}", "{S} Rowing Club", "the peak Mount {O}"), so they go back to the entity;
+    so do the lower-case head nouns between a sentence-initial subject's name and the
+    copula ("Tavora dollar is ...")."""
     if fact is None:
         return None
-    words = [w for word in fact.frame.split() for w in ((word[:-2], word[-2:]) if word in (SUBJECT + "'s", SUBJECT + "’s") else (word,))]
+    words = [w for word in fact.frame.split()
+             for w in ((word[:-2], word[-2:]) if word in (SUBJECT + "'s", SUBJECT + "’s") else _tokens(word))]
     size = len(words)
     subject, obj = list(_tokens(fact.subject)), list(_tokens(fact.object))
     s = words.index(SUBJECT)
@@ -174,9 +196,30 @@ def _name_parts(fact: InducedFact | None) -> InducedFact | None:
     while o > s + 1 and _name_word(words[o - 1]):
         obj.insert(0, words.pop(o - 1))
         o -= 1
+    if s == 0 and subject and _name_word(subject[-1]):
+        # the sentence's subject: lower-case nouns between the name and the copula are the
+        # head noun of its noun phrase ("Tavora dollar is ...", "Kesa river was ...")
+        c = next((i for i, w in enumerate(words) if w in _COPULAS), 0)
+        if 1 < c < o and all(_head_word(w) for w in words[1:c]):
+            subject.extend(words[1:c])
+            del words[1:c]
     if len(words) == size:
         return fact
     return InducedFact(_join(subject), _join(words), _join(obj))
+
+
+_COPULAS = ("is", "was", "are", "were")
+
+
+def _head_word(word: str) -> bool:
+    """A lower-case word that can end a noun phrase: not a function word and, when WordNet
+    is installed, a noun that is never an adverb ("dollar", not "also" or "still")."""
+    from tepa_envs.facts.wordnet import wordnet
+
+    if not word[:1].islower() or word in _FUNCTION:
+        return False
+    net = wordnet()
+    return net is None or (net.has_pos(word, "n") and not net.has_pos(word, "r"))
 
 
 def _bare(fact: InducedFact | None) -> bool:
@@ -270,7 +313,11 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
 
     * Two frames whose relation words match in both directions (every word of each
       matches a word of the other: same stem, or a shared WordNet sense or
-      derivation) and that share an object take the more used frame.
+      derivation) and that share an object take the more used frame. When both
+      are genitive frames, their words must be synonyms as nouns (same stem or a
+      shared noun sense): *writer* ~ *author*, not *father* ~ *mother* (they
+      share the verb sense *beget*) nor *employer* ~ *employee* (the derivation
+      *employ*).
     * A frame that names its relation otherwise ("{S} rents a room from {O}") is
       *linked* to a genitive frame ("The landlord of {S} is {O}") when a relation word
       of one matches a word of the other, directly or through the other's WordNet
@@ -308,11 +355,23 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
         return a == b or (len(a) > 3 and len(b) > 3 and a[:4] == b[:4] and _stem(a) == _stem(b)) \
             or bool(senses(a) & senses(b))
 
+    nouns: dict[str, frozenset[str]] = {}
+
+    def noun_senses(word: str) -> frozenset[str]:
+        if word not in nouns:
+            nouns[word] = net.senses(word, "n") if net is not None else frozenset()
+        return nouns[word]
+
+    def synonym(a: str, b: str) -> bool:
+        """Relation nouns naming one relation: the same stem, or a shared noun sense."""
+        return a == b or (len(a) > 3 and len(b) > 3 and a[:4] == b[:4] and _stem(a) == _stem(b)) \
+            or bool(noun_senses(a) & noun_senses(b))
+
     def linked(a: str, b: str) -> bool:
         return match(a, b) or bool(senses(a) & defined(b)) or bool(senses(b) & defined(a))
 
-    def covers(xs: tuple[str, ...], ys: tuple[str, ...]) -> bool:
-        return bool(xs) and all(any(match(x, y) for y in ys) for x in xs)
+    def covers(xs: tuple[str, ...], ys: tuple[str, ...], same: Callable[[str, str], bool] = match) -> bool:
+        return bool(xs) and all(any(same(x, y) for y in ys) for x in xs)
 
     frames = sorted(usage, key=lambda f: (-usage[f], f))
     words = {f: _relation_words(f) for f in frames}
@@ -321,7 +380,10 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
         for target in frames[:i]:
             if target in into:
                 continue
-            if covers(words[frame], words[target]) and covers(words[target], words[frame]) \
+            # two genitive frames name their relations by nouns: one relation only when the
+            # nouns are synonyms (to father ~ to mother: *beget*, employer ~ employee: *employ*)
+            same = synonym if GENITIVE.match(frame) and GENITIVE.match(target) else match
+            if covers(words[frame], words[target], same) and covers(words[target], words[frame], same) \
                     and objects[frame] & objects[target]:
                 into[frame] = target
                 break

@@ -137,6 +137,17 @@ class WordNet:
                     out.update(self.derived.get(synset, ()))
         return frozenset(out)
 
+    def senses(self, word: str, pos: str) -> frozenset[str]:
+        """The synsets of ``word``'s first :data:`SENSES` senses as a ``pos`` (its own
+        senses: no derivations). Two words sharing one are synonyms in that part of
+        speech (*writer* ~ *author*, *chair* ~ *chairperson* as nouns)."""
+        lemma = word.lower().replace(" ", "_")
+        return frozenset(s for base in self.bases(lemma, pos) for s in self.index[pos][base][:SENSES])
+
+    def has_pos(self, word: str, pos: str) -> bool:
+        """Whether WordNet knows ``word`` (or a base form of it) as a ``pos``."""
+        return bool(self.bases(word.lower(), pos))
+
     def concepts(self, word: str) -> frozenset[str]:
         """The synsets of ``word``'s first :data:`SENSES` senses per part of speech and
         the synsets derivationally related to them."""

@@ -69,7 +69,8 @@ def test_held_out_rewording_targets_as_reached(scores, needs_wordnet):
     assert got[("object first", "tepa", "sh")] >= 0.75                   # target 0.85 missed: 0.78
     assert got[("object first", "tepa", "mh")] >= 0.90                   # measured 0.95
     assert got[("questions reworded", "tepa", "sh")] >= 0.48             # target gap 0.05 missed: 0.51
-    assert got[("paraphrased", "tepa", "sh")] >= 0.60                    # measured 0.64
+    assert got[("paraphrased", "tepa", "sh")] >= 0.71                    # measured 0.71 (0.64 before
+    #                                                      name words went back to the entities first)
     met = rewordings.targets(rows)
     assert set(met) == set(rewordings.TARGETS) and met["mixed MH"][2]
 

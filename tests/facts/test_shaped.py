@@ -227,11 +227,13 @@ def test_same_seed_same_records_in_every_process_and_the_seed_matters():
 def test_shaped_records_through_the_shared_front_end(needs_wordnet):
     sh = gym.make(ENV_ID, split="sh", length="6k")
     assert sh.unwrapped.generator == "shaped"
-    assert score_method(sh, "tepa", 0)[0] >= 0.8           # measured 0.83 (development-shaped pool: 0.91)
+    assert score_method(sh, "tepa", 0)[0] >= 0.84          # measured 0.84 (0.83 with father and mother
+    #                                                        merged into one key; development-shaped pool: 0.91)
     norev = score_method(sh, "tepa-norev", 0)[0]
     assert abs(norev - NEVER_OVERRIDDEN_SH) <= 0.05          # NoRev answers the never-overridden quarter
     mh = gym.make(ENV_ID, split="mh", length="6k")
-    assert score_method(mh, "tepa", 0)[0] >= 0.5             # measured 0.53 (development-shaped pool: 0.89)
+    assert score_method(mh, "tepa", 0)[0] >= 0.58            # measured 0.58 (0.53 with father and mother
+    #                                                          merged; development-shaped pool: 0.89)
     assert score_method(mh, "tepa-norev", 0)[0] <= 0.1       # every chain has an overridden hop
     with pytest.raises(ValueError, match="generator must be one of shaped, classic"):
         gym.make(ENV_ID, generator="mab")
