@@ -11,14 +11,16 @@ from tepa_envs.core.checks import check_phase_lengths
 from tepa_envs.preferences.users import (
     MAX_VALUES,
     PROFILE_CONTEXTS,
+    SLOT_REQUESTS,
     SLOT_VALUES,
     SLOTS,
     UserWorld,
     draw_user,
     parse_statement,
     preference_keys,
-    session_text,
+    session_tail,
     slot_of,
+    statement,
 )
 from tepa_envs.core.drift import DriftSchedule, refuse_outcome_model, resolve_schedule
 from tepa_envs.core.step_info import DEFAULT_INFO_SCHEMA
@@ -263,6 +265,17 @@ class PreferenceStreamEnv(DriftPhases, TaskStreamEnv):
         self.observation_space = self._observation_space(
             [self.n_slots, self.n_contexts, self.n_values + 1, n_actions + 1, 2])
         self._previous = (n_actions, 0)
+        # The step path's constants, per key index: its slot's values, the observation's slot and
+        # profile indices, the session text after "Session {t}" per request wording, and the
+        # statement of each of its slot's values (session_text's pieces).
+        self._key_values = [self.slot_values[slot_of(key)] for key in self.keys]
+        self._key_fields = [(SLOTS.index(slot_of(key)), PROFILE_CONTEXTS.index(key.partition("@")[2]))
+                            for key in self.keys]
+        n_requests = len(next(iter(SLOT_REQUESTS.values())))
+        self._session_tails = [[session_tail(key, request) for request in range(n_requests)] for key in self.keys]
+        self._statements = [[statement(key, value) for value in values]
+                            for key, values in zip(self.keys, self._key_values)]
+        self._presented: tuple[Task | None, int, int, int] = (None, 0, 0, 0)
 
     # ---------------------------------------------------------------- world
     def _build(self, rng: np.random.Generator) -> None:
@@ -270,6 +283,16 @@ class PreferenceStreamEnv(DriftPhases, TaskStreamEnv):
                                self.light_drift_fraction, self.partial_return_fraction,
                                self.main_profile_share, self.stated_rate, self.noise_rate, self.noise_gap,
                                self.drift)
+        world = self.world
+        if world.timeline is None:  # draw_user builds it from the schedule it is given
+            raise RuntimeError("the user was drawn without a timeline")
+        # The sessions as lists, and every session's preference (value index within its slot),
+        # what preference(key, t) answers for the session's key.
+        self._session_keys = world.session_key.tolist()
+        self._session_stated = world.stated.tolist()
+        self._session_requests = world.request.tolist()
+        self._session_noisy = world.noisy.tolist()
+        self._session_correct = world.timeline.task_values(world.session_key, world.ramp_draw).tolist()
         self._previous = (len(self.values), 0)
 
     def preference(self, key: str, t: int | None = None) -> str:
@@ -280,17 +303,23 @@ class PreferenceStreamEnv(DriftPhases, TaskStreamEnv):
         return self.slot_values[slot_of(key)][index]
 
     def _present(self, t: int) -> Task:
-        world = self._world()
-        key = self.keys[int(world.session_key[t])]
-        correct = self.preference(key, t)
-        stated = correct if world.stated[t] else None
-        return Task(key, session_text(t, key, int(world.request[t]), stated), correct)
+        k = self._session_keys[t]
+        index = self._session_correct[t]
+        context = f"Session {t}{self._session_tails[k][self._session_requests[t]]}"  # session_text's
+        if self._session_stated[t]:
+            context += self._statements[k][index]
+        task = Task(self.keys[k], context, self._key_values[k][index])
+        slot, profile = self._key_fields[k]
+        # what _observation would parse back from the text: the stated value's index, or n_values
+        self._presented = (task, slot, profile, index if self._session_stated[t] else self.n_values)
+        return task
 
     def _execute(self, t: int, task: Task, value: str) -> Outcome:
+        # value is one of self.values (the base class resolved the action)
         success = value == task.correct
-        reported = success != bool(self._world().noisy[t])
+        reported = success != self._session_noisy[t]
         message = "user: that's what I wanted" if reported else "user: that's not what I wanted"
-        self._previous = (self.to_action(value), int(reported))
+        self._previous = (self._value_index[value], 1 if reported else 0)
         return Outcome(success, (Evidence(task.key, value, t, reported, "user-feedback"),), message)
 
     def _trial(self, key: str, value: str) -> bool:
@@ -299,6 +328,9 @@ class PreferenceStreamEnv(DriftPhases, TaskStreamEnv):
     def _observation(self, t: int, task: Task | None) -> np.ndarray:
         if task is None:
             return np.array([0, 0, self.n_values, *self._previous], dtype=np.int64)
+        presented, slot_index, profile_index, stated_index = self._presented
+        if presented is task:  # the task _present just built: its fields are known
+            return np.array([slot_index, profile_index, stated_index, *self._previous], dtype=np.int64)
         slot, _, context = task.key.partition("@")
         stated = self.stated_value(task.key, task.context)
         stated_index = self.slot_values[slot].index(stated) if stated is not None else self.n_values

@@ -59,12 +59,22 @@ def session_text(t: int, key: str, request: int, stated: str | None) -> str:
     Profiles share every word but the profile's name, so texts of different
     profiles are near neighbours for a similarity-based retriever.
     """
+    text = f"Session {t}{session_tail(key, request)}"
+    return text if stated is None else text + statement(key, stated)
+
+
+def session_tail(key: str, request: int) -> str:
+    """What follows ``Session {t}`` in :func:`session_text` before any statement: the same
+    for every session of ``key`` with wording ``request``."""
     slot, _, context = key.partition("@")
-    text = (f"Session {t}. Profile: {context}. The user asks you to {SLOT_REQUESTS[slot][request]}. "
+    return (f". Profile: {context}. The user asks you to {SLOT_REQUESTS[slot][request]}. "
             f"Choose the {SLOT_NOUNS[slot]} for this answer.")
-    if stated is not None:
-        text += f' The user says: "My {SLOT_NOUNS[slot]} is {stated} these days."'
-    return text
+
+
+def statement(key: str, stated: str) -> str:
+    """The sentence :func:`session_text` appends when the session states ``stated`` for ``key``'s slot
+    (what :func:`parse_statement` reads back)."""
+    return f' The user says: "My {SLOT_NOUNS[slot_of(key)]} is {stated} these days."'
 
 
 def parse_statement(key: str, context: str) -> str | None:
@@ -146,13 +156,13 @@ def draw_user(rng: np.random.Generator, n_slots: int, n_contexts: int, n_values:
 def transient_noise(session_key: np.ndarray, candidates: np.ndarray, gap: int) -> np.ndarray:
     """Keep a candidate noisy session only if its key's previous noisy session is
     at least ``gap`` sessions of that key earlier: each bug is a one-off."""
-    noisy = np.zeros(len(session_key), dtype=bool)
+    noisy = [False] * len(session_key)
     seen: dict[int, int] = {}
     last_noise: dict[int, int] = {}
-    for t, key in enumerate(int(k) for k in session_key):
+    for t, (key, candidate) in enumerate(zip(np.asarray(session_key).tolist(), np.asarray(candidates).tolist())):
         count = seen.get(key, 0)
-        if candidates[t] and count - last_noise.get(key, -gap) >= gap:
+        if candidate and count - last_noise.get(key, -gap) >= gap:
             noisy[t] = True
             last_noise[key] = count
         seen[key] = count + 1
-    return noisy
+    return np.array(noisy, dtype=bool)

@@ -40,8 +40,13 @@ def key_names(n_keys: int) -> tuple[str, ...]:
 
 def task_context(t: int, key: str, tools: tuple[str, ...]) -> str:
     """The text of task ``t``: the same wording in every phase, only the key's words vary."""
+    return f"Request #{t}{context_tail(key, tools)}"
+
+
+def context_tail(key: str, tools: tuple[str, ...]) -> str:
+    """What follows ``Request #{t}`` in :func:`task_context`'s text: the same for every task of ``key``."""
     task_type, domain, input_type = key.split("/")
-    return (f"Request #{t}: {task_type} the {domain} records provided as {input_type}. "
+    return (f": {task_type} the {domain} records provided as {input_type}. "
             f"Available tools: {', '.join(tools)}. Pick one tool.")
 
 
@@ -98,12 +103,7 @@ def draw_world(rng: np.random.Generator, keys: tuple[str, ...], n_tools: int, sc
     offset = rng.integers(1, len(TASK_TYPES), size=total)
     ramp_draw = schedule.draw_ramp(rng, total)
     outcome_draw = schedule.draw_outcomes(rng, total)
-    evidence_keys = None
-    if with_evidence_keys:
-        evidence_keys = [
-            corrupt_key(keys[int(k)], int(f), int(o)) if n else keys[int(k)]
-            for k, n, f, o in zip(task_keys, noisy, field, offset)
-        ]
+    evidence_keys = evidence_key_list(keys, task_keys, noisy, field, offset) if with_evidence_keys else None
     return RegimeWorld(timeline.values, timeline, task_keys, evidence_keys,
                        timeline.task_values(task_keys, ramp_draw), ramp_draw, outcome_draw)
 
@@ -127,11 +127,17 @@ def build_world(rng: np.random.Generator, keys: tuple[str, ...], n_tools: int, t
     offset = rng.integers(1, len(TASK_TYPES), size=total)
     if not with_evidence_keys:
         return regime, task_keys, None
-    evidence_keys = [
-        corrupt_key(keys[int(k)], int(f), int(o)) if n else keys[int(k)]
-        for k, n, f, o in zip(task_keys, noisy, field, offset)
-    ]
-    return regime, task_keys, evidence_keys
+    return regime, task_keys, evidence_key_list(keys, task_keys, noisy, field, offset)
+
+
+def evidence_key_list(keys: tuple[str, ...], task_keys: np.ndarray, noisy: np.ndarray, field: np.ndarray,
+                      offset: np.ndarray) -> list[str]:
+    """The key every task's evidence is filed under: its own key, or on a ``noisy`` task that key
+    with schema field ``field`` moved by ``offset`` (:func:`corrupt_key`)."""
+    if not noisy.any():
+        return [keys[k] for k in task_keys.tolist()]
+    return [corrupt_key(keys[k], f, o) if n else keys[k]
+            for k, n, f, o in zip(task_keys.tolist(), noisy.tolist(), field.tolist(), offset.tolist())]
 
 
 class RegimeDriftEnv(DriftPhases, TaskStreamEnv):
@@ -374,6 +380,9 @@ class RegimeDriftEnv(DriftPhases, TaskStreamEnv):
                          false_alarm_rate=false_alarm_rate, observe_truth=observe_truth)
         self.observation_space = self._observation_space([self.n_keys, self.n_tools + 1, 2])
         self._key_index = {k: i for i, k in enumerate(self.keys)}
+        # The step path's constants: each key's text after "Request #{t}" and each tool's failure message.
+        self._context_tails = [context_tail(key, self.values) for key in self.keys]
+        self._rejections = {value: f"{value} rejected the request: unsupported operation" for value in self.values}
 
     def _build(self, rng: np.random.Generator) -> None:
         self.world = draw_world(rng, self.keys, self.n_tools, self.drift, self.key_noise)
@@ -382,22 +391,30 @@ class RegimeDriftEnv(DriftPhases, TaskStreamEnv):
             raise RuntimeError("the world was drawn without its evidence keys")
         self.regime, self.task_keys, self.evidence_keys = self.world.regime, self.world.task_keys, evidence_keys
         self._correct = self.world.correct.tolist()
+        self._task_key_list = self.task_keys.tolist()
+        # Noisy outcomes: each task's outcome for the right tool and for a wrong one (what
+        # DriftSchedule.succeeds decides, compared here for every task at once); None when deterministic.
+        draw = self.world.outcome_draw
+        self._noisy_outcomes: tuple[list[bool], list[bool]] | None = None if draw is None else (
+            (draw < self.drift.p_hit).tolist(), (draw < self.drift.p_false).tolist())
         self._previous = (self.n_tools, 0)
 
     def _correct_index(self, t: int, key_index: int) -> int:
         return self.world.tool(t, key_index)
 
     def _present(self, t: int) -> Task:
-        k = int(self.task_keys[t])
-        return Task(self.keys[k], task_context(t, self.keys[k], self.values), self.values[self._correct[t]])
+        k = self._task_key_list[t]
+        return Task(self.keys[k], f"Request #{t}{self._context_tails[k]}", self.values[self._correct[t]])
 
     def _execute(self, t: int, task: Task, value: str) -> Outcome:
-        draw = self.world.outcome_draw
-        success = self.drift.succeeds(value == task.correct, None if draw is None else draw[t])
-        message = "completed" if success else f"{value} rejected the request: unsupported operation"
-        evidence_key = self.evidence_keys[t]
-        evidence = Evidence(evidence_key, value, t, success, "executor")
-        self._previous = (self.to_action(value), int(success))
+        # value is one of self.values (the base class resolved the action)
+        success = value == task.correct
+        noisy = self._noisy_outcomes
+        if noisy is not None:
+            success = noisy[0][t] if success else noisy[1][t]
+        message = "completed" if success else self._rejections[value]
+        evidence = Evidence(self.evidence_keys[t], value, t, success, "executor")
+        self._previous = (self._value_index[value], 1 if success else 0)
         return Outcome(success, (evidence,), message)
 
     def _trial(self, key: str, value: str) -> bool:

@@ -285,3 +285,36 @@ def test_similarity_retriever_surfaces_another_profiles_preference():
     memory.observe(Evidence("cuisine@work", "thai", 4, True, "user-feedback"))
     shown = memory.retrieve("tone@home", session_text(9, "tone@home", 0, None))
     assert shown[0].key == "tone@work" and shown[0].value == "formal"
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"n_slots": 6, "n_contexts": 1, "n_values": 6, "stated_rate": 0.4, "schedule": "gradual"},
+    {"n_slots": 5, "n_contexts": 2, "n_values": 3, "noise_rate": 0.3, "noise_gap": 1, "schedule": "poisson"},
+])
+def test_observation_and_text_agree_with_the_user_model_at_every_step(kwargs):
+    """The step path builds texts and observations from per-key pieces; they must read
+    as session_text writes and stated_value parses, and the truth as preference() says."""
+    from tepa_envs.preferences.users import PROFILE_CONTEXTS, SLOTS
+
+    env = PreferenceStreamEnv(**kwargs)
+    rng = np.random.default_rng(3)
+    for seed in (0, 1):
+        observation, info = env.reset(seed=seed)
+        noisy, terminated, t = set(env.noisy_sessions().tolist()), False, 0
+        while not terminated:
+            key, context, correct = info["key"], info["context"], info["oracle"]["correct"]
+            slot, _, profile = key.partition("@")
+            stated = env.stated_value(key, context)
+            assert stated == (correct if env.world.stated[t] else None)
+            assert context == session_text(t, key, int(env.world.request[t]), stated)
+            assert correct == env.preference(key, t)
+            stated_index = env.n_values if stated is None else env.choices(key).index(stated)
+            assert observation.tolist()[:3] == [SLOTS.index(slot), PROFILE_CONTEXTS.index(profile), stated_index]
+            action = int(rng.integers(env.action_space.n))
+            observation, reward, terminated, _, info = env.step(action)
+            reported = (env.values[action] == correct) != (t in noisy)
+            assert reward == float(env.values[action] == correct)
+            assert observation.tolist()[3:5] == [action, int(reported)]
+            assert env.last_evidence[0].outcome is reported
+            t += 1

@@ -209,3 +209,37 @@ def test_ansi_render_describes_the_last_step():
     env.reset(seed=0)
     env.step(1)
     assert "tool_1" in env.render()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"n_keys": 5, "n_tools": 7, "key_noise": 0.3},
+    {"schedule": "noisy", "n_keys": 3},
+    {"schedule": "gradual"},
+    {"schedule": "poisson", "n_keys": 4, "info_schema": "rich"},
+])
+def test_text_outcome_and_message_follow_the_world_at_every_step(kwargs):
+    """The step path builds texts from per-key tails and outcomes from per-task tables;
+    they must be task_context's text and what the schedule decides from the world."""
+    from tepa_envs.regime_drift.env import task_context
+
+    env = gym.make(ENV_ID, **kwargs).unwrapped
+    rng = np.random.default_rng(5)
+    for seed in (0, 1):
+        observation, info = env.reset(seed=seed)
+        terminated, t = False, 0
+        while not terminated:
+            key, context, correct = info["key"], info["context"], info["oracle"]["correct"]
+            assert context == task_context(t, key, env.values)
+            assert observation[0] == env.keys.index(key) == int(env.task_keys[t])
+            assert correct == env.values[env.world.tool(t, int(env.task_keys[t]))]
+            action = int(rng.integers(env.action_space.n))
+            value = env.values[action]
+            draw = env.world.outcome_draw
+            success = env.drift.succeeds(value == correct, None if draw is None else draw[t])
+            observation, reward, terminated, _, info = env.step(action)
+            assert reward == float(success) and info["success"] is success
+            failure = f"{value} rejected the request: unsupported operation"
+            assert info["message"] == ("completed" if success else failure)
+            assert env.last_evidence == (Evidence(env.evidence_keys[t], value, t, success, "executor"),)
+            assert observation.tolist()[1:3] == [action, int(success)]
+            t += 1
