@@ -102,7 +102,8 @@ def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper(needs_wordnet):
     assert score[("sh", "tepa")] == score[("sh", "lww")]
     assert score[("sh", "tepa")] >= score[("sh", "tepa-norev")] + 0.5
     assert score[("sh", "tepa")] >= score[("sh", "append-only")]  # one front-end: the same key lookup
-    assert score[("mh", "tepa")] >= 0.5  # measured 0.53 (general template pool; 0.89 on the development-shaped one)
+    assert score[("mh", "tepa")] >= 0.58  # measured 0.58 (general template pool; 0.53 with father and mother
+    #                                       merged into one key; 0.89 on the development-shaped one)
     paper = {(r["split"], r["method"]): r["paper"] for r in rows}
     assert paper[("sh", "tepa")] == 0.89 and paper[("mh", "lww")] is None
     table = format_facts_table(rows)
@@ -111,9 +112,9 @@ def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper(needs_wordnet):
     assert max(len(line) for line in table.splitlines() if line.startswith(("method ", "tepa "))) <= 100
     # under the newest reader the BM25 rows' own key is read newest first too: about append-only's.
     # On the general pool's wording its lexical retrieval reads one single-hop question the shared
-    # reader misses (measured SH 0.84 vs 0.83; at most append-only's on the development wording)
+    # reader misses (measured SH 0.85 vs 0.84; at most append-only's on the development wording)
     assert score[("sh", "append-only-bm25")] <= score[("sh", "append-only")] + 0.01
-    assert score[("mh", "append-only-bm25")] <= score[("mh", "append-only")]   # measured 0.02 vs 0.53
+    assert score[("mh", "append-only-bm25")] <= score[("mh", "append-only")]   # measured 0.02 vs 0.58
 
 
 def test_loaded_records_stream_like_generated_ones(tmp_path, needs_wordnet):

@@ -107,8 +107,9 @@ def test_each_configuration_loads_from_its_json_file_and_scores(folder, records,
     assert data == generated_episode(length, 0, split)
     rows = run_questions(env, "lww", 0)
     score = sum(r["success"] for r in rows) / len(rows)
-    # measured (lww, newest, general template pool): SH 0.83 / 0.81 / 0.82 / 0.77, MH 0.53 / 0.51 / 0.58 / 0.57
-    assert len(rows) == 100 and score >= (0.5 if split == "mh" else 0.75), score
+    # measured (lww, newest, general template pool): SH 0.84 / 0.85 / 0.86 / 0.79, MH 0.58 / 0.52 / 0.58 / 0.62
+    # (SH 0.83 / 0.81 / 0.82 / 0.77, MH 0.53 / 0.51 / 0.58 / 0.57 with father and mother under one key)
+    assert len(rows) == 100 and score >= (0.52 if split == "mh" else 0.79), score
     env.close()
 
 
