@@ -30,7 +30,8 @@ def _related(noun: str, other: str) -> list[InducedFact]:
 
 
 @pytest.mark.parametrize("noun, other", [("father", "mother"), ("employer", "employee"), ("husband", "wife"),
-                                         ("son", "daughter"), ("birthplace", "deathplace")])
+                                         ("son", "daughter"), ("birthplace", "deathplace"),
+                                         ("capital city", "largest city")])
 def test_related_relation_nouns_keep_their_own_keys(noun, other, needs_wordnet):
     merged = merge_synonymous(_related(noun, other))
     assert {f.frame for f in merged if f is not None} == {f"The {noun} of {{S}} is {{O}}",
