@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         TEPAFull,
         TEPANoRev,
         TEPAPaper,
+        TEPAParams,
         TrialGate,
         TwoStrike,
         load_class,
@@ -53,6 +54,7 @@ _LAZY: dict[str, str] = {
     "METHOD_NAMES": "tepa_envs.agents.memories",
     "METHODS": "tepa_envs.agents.memories",
     "TEPA": "tepa_envs.agents.memories",
+    "TEPAParams": "tepa_envs.agents.memories",
     "AppendOnly": "tepa_envs.agents.memories",
     "BM25Index": "tepa_envs.agents.memories",
     "ConflictAwareRecency": "tepa_envs.agents.memories",
@@ -94,6 +96,6 @@ __all__ = [
     "AppendOnly", "AuditEvent", "BM25Index", "ConflictAwareRecency", "EpisodeResult", "Evaluation", "Evidence",
     "EvidenceReader", "LWWValidation", "LastWriteWins", "LifecycleState", "METHODS", "METHOD_NAMES", "Memory",
     "MemoryAgent", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "OracleView", "ReactiveForgetting", "Record", "SemanticRetrieval",
-    "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TEPAPaper", "TemporalRecency", "TrialGate", "TwoStrike", "evaluate", "load_class",
+    "SlidingWindow", "TEPA", "TEPAFull", "TEPANoRev", "TEPAPaper", "TEPAParams", "TemporalRecency", "TrialGate", "TwoStrike", "evaluate", "load_class",
     "make_memory", "replay_audit", "run_episode", "summarize",
 ]

@@ -20,7 +20,7 @@ from tepa_envs.agents.memories.forgetting import ReactiveForgetting
 from tepa_envs.agents.memories.oracles import OracleReset, OracleView
 from tepa_envs.agents.memories.lexical import BM25Index
 from tepa_envs.agents.memories.lww_validation import LWWValidation
-from tepa_envs.agents.memories.protocol import Memory, MemoryBase, MemoryHooks, hooks_of
+from tepa_envs.agents.memories.protocol import AuditedMemory, Memory, MemoryBase, MemoryHooks, ReportsStates, hooks_of
 from tepa_envs.agents.memories.registry import METHOD_NAMES, METHODS, load_class, make_memory
 from tepa_envs.agents.memories.semantic import SemanticRetrieval
 from tepa_envs.agents.memories.tepa import TEPA, TEPANoRev, TEPAPaper, replay_audit
@@ -33,10 +33,10 @@ from tepa_envs.agents.memories.two_strike import TwoStrike
 
 __all__ = [
     "MemoryConformanceError", "check_memory",
-    "ADWINMemory", "AppendOnly", "BM25Index", "BOCPDMemory", "CUSUMMemory", "ChangePointMemory",
+    "ADWINMemory", "AppendOnly", "AuditedMemory", "BM25Index", "BOCPDMemory", "CUSUMMemory", "ChangePointMemory",
     "DiscountedBeta", "ConflictAwareRecency", "LWWValidation", "LastWriteWins", "METHODS",
     "METHOD_NAMES", "Memory", "MemoryBase", "MemoryHooks", "NoMemory", "OracleReset", "OracleView", "PAPER_READINGS",
-    "ReactiveForgetting", "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAChoices", "TEPAFull", "TEPANoRev",
+    "ReactiveForgetting", "ReportsStates", "SemanticRetrieval", "SlidingWindow", "TEPA", "TEPAChoices", "TEPAFull", "TEPANoRev",
     "TEPAPaper", "TEPAParams", "TEPARegime", "TEPA_PRESETS", "TemporalRecency", "TrialGate", "TwoStrike",
     "hooks_of", "load_class", "make_memory", "replay_audit",
 ]

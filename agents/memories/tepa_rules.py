@@ -69,6 +69,12 @@ TRANSITIONS: Mapping[LifecycleState | None, frozenset[LifecycleState]] = Mapping
 })
 """The lifecycle's transitions: from a state (``None``: not yet a precedent) to those it may reach."""
 
+DEMOTE_TRANSITIONS: Mapping[LifecycleState | None, frozenset[LifecycleState]] = MappingProxyType({
+    **TRANSITIONS, ACTIVE: frozenset({HYPOTHESIS, REVOKED})})
+""":data:`TRANSITIONS` and Active -> Hypothesis: the lifecycle of a TEPA built with
+``on_notify="demote"``, which demotes a key's Active precedents on a change notification
+(not a transition of the paper's lifecycle; every other option keeps :data:`TRANSITIONS`)."""
+
 LIFECYCLE: tuple[str, ...] = (
     "_observe", "_record_failure", "_count_conflicts", "_support", "_fail_candidate", "_break_runs",
     "_drop_candidate", "_propose", "validity", "_consider_promotion", "_promote", "_check_revocation", "_revoke")
@@ -136,6 +142,7 @@ class TEPARules(TEPABase):
     """
 
     name = "tepa-rules"
+    scores_are_validity: ClassVar[bool] = True
 
     _codes: ClassVar[bool] = True
     """Whether reasons are passed to ``_promote``/``_revoke`` as audit codes: unless a subclass
@@ -389,6 +396,11 @@ class TEPARules(TEPABase):
         """Every precedent (live and archived), optionally for one key, oldest first."""
         return [p.record(self._alpha, self._beta) for p in self._by_id if key is None or p.key == key]
 
+    @property
+    def transitions(self) -> Mapping[LifecycleState | None, frozenset[LifecycleState]]:
+        """The transitions this memory's audit log may hold (:func:`replay_audit`'s ``transitions``)."""
+        return DEMOTE_TRANSITIONS if self.on_notify_action == "demote" else TRANSITIONS
+
     def states(self) -> dict[int, LifecycleState]:
         """Current state of every precedent by id."""
         return {p.id: p.state for p in self._by_id}
@@ -408,12 +420,16 @@ def _find(live: list[Precedent], value: str) -> Precedent | None:
     return None
 
 
-def replay_audit(events: tuple[AuditEvent, ...] | list[AuditEvent]) -> dict[int, LifecycleState]:
-    """Rebuild every precedent's state from an audit log; raises if a transition is not in :data:`TRANSITIONS`."""
+def replay_audit(events: tuple[AuditEvent, ...] | list[AuditEvent], *,
+                 transitions: Mapping[LifecycleState | None, frozenset[LifecycleState]] = TRANSITIONS,
+                 ) -> dict[int, LifecycleState]:
+    """Rebuild every precedent's state from an audit log; ``ValueError`` if a transition is not
+    in ``transitions`` (the paper's lifecycle, :data:`TRANSITIONS`, unless told otherwise: pass
+    a memory's :attr:`TEPARules.transitions` to replay its own log)."""
     states: dict[int, LifecycleState] = {}
     for event in events:
         current = states.get(event.precedent_id)
-        if current != event.from_state or event.to_state not in TRANSITIONS[current]:
+        if current != event.from_state or event.to_state not in transitions[current]:
             raise ValueError(
                 f"illegal transition for precedent {event.precedent_id}: "
                 f"{current} -> {event.to_state} (logged from {event.from_state})"
@@ -422,5 +438,5 @@ def replay_audit(events: tuple[AuditEvent, ...] | list[AuditEvent]) -> dict[int,
     return states
 
 
-__all__ = ["ACTIVE", "HYPOTHESIS", "LIFECYCLE", "ON_NOTIFY", "Precedent", "REVOKED", "TRANSITIONS", "TEPARules",
+__all__ = ["ACTIVE", "DEMOTE_TRANSITIONS", "HYPOTHESIS", "LIFECYCLE", "ON_NOTIFY", "Precedent", "REVOKED", "TRANSITIONS", "TEPARules",
            "Tally", "replay_audit"]

@@ -47,7 +47,6 @@ from typing import Sequence
 from tepa_envs.core import LifecycleState, Record
 
 from tepa_envs.agents.memories.protocol import Memory, MemoryHooks
-from tepa_envs.agents.memories.tepa import TEPA
 
 TEMPLATE_VERSION = "tepa-reader-prompt/1"
 """Identifies the template's wording; part of every decision-cache key."""
@@ -82,11 +81,11 @@ EXAMPLES: tuple[tuple[str, tuple[str, ...], tuple[Record, ...], str], ...] = (
 
 
 def shows_validity(memory: object) -> bool:
-    """Whether the records of ``memory`` carry a validity in their ``score``: TEPA and
-    its variants (by class, so a subclass under another name counts), a memory that
-    declares it (:attr:`~tepa_envs.agents.memories.protocol.MemoryHooks.scores_are_validity`)
-    or a memory named in :data:`VALIDITY_MEMORIES`."""
-    return (isinstance(memory, TEPA) or (isinstance(memory, MemoryHooks) and memory.scores_are_validity)
+    """Whether the records of ``memory`` carry a validity in their ``score``: a memory that
+    declares it (:attr:`~tepa_envs.agents.memories.protocol.MemoryHooks.scores_are_validity`;
+    TEPA and its variants do, by class, so a subclass under another name counts) or a
+    memory named in :data:`VALIDITY_MEMORIES`."""
+    return ((isinstance(memory, MemoryHooks) and memory.scores_are_validity)
             or (isinstance(memory, Memory) and memory.name in VALIDITY_MEMORIES))
 
 
