@@ -113,7 +113,7 @@ def test_paper_pattern_at_6k_and_multi_hop_beyond_the_paper(needs_wordnet):
     # under the newest reader the BM25 rows' own key is read newest first too: about append-only's.
     # On the general pool's wording its lexical retrieval reads one single-hop question the shared
     # reader misses (measured SH 0.85 vs 0.84; at most append-only's on the development wording)
-    assert abs(score[("sh", "append-only-bm25")] - score[("sh", "append-only")]) <= 0.01
+    assert abs(round(100 * (score[("sh", "append-only-bm25")] - score[("sh", "append-only")]))) <= 1  # questions
     assert score[("mh", "append-only-bm25")] <= score[("mh", "append-only")]   # measured 0.02 vs 0.58
 
 
