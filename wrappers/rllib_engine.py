@@ -33,7 +33,7 @@ seed, the greedy action (the arg-max of the policy's logits, RLlib's
 ``forward_inference``), the success of every scored step and the oracle phase of the
 task it answered (:func:`evaluate_module`).
 
-**Time split.** :class:`TimedEnv` / :class:`TimedVectorEnv` count the seconds spent in
+**Time split.** :class:`~tepa_envs.wrappers.engine_timing.TimedEnv` / :class:`~tepa_envs.wrappers.engine_timing.TimedVectorEnv` count the seconds spent in
 environment and memory steps; an ``on_sample_end`` callback marks the end of each
 ``sample()``, so an iteration's time before it is rollout collection (environment plus
 the policy's forward passes and RLlib's connectors) and the time after it is the
@@ -43,16 +43,14 @@ learner's update (with RLlib's weight sync and metrics).
 from __future__ import annotations
 
 import logging
-import platform
 import time
 import warnings
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Mapping
 
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv
 
 try:
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -68,6 +66,7 @@ from tepa_envs.agents.evaluation.studies.rl_agents import (
     ALGORITHMS, SEED_STRIDE, AgentSpec, Evaluation, Hyper, TrainJob, TrainResult,
 )
 from tepa_envs.core.step_info import is_scored
+from tepa_envs.wrappers.engine_timing import Clock, TimedEnv, TimedVectorEnv, library_versions
 from tepa_envs.wrappers import (
     BATCHED_MEMORIES, FlatObservation, FlatObservationV, MemoryObservation, MemoryObservationV,
 )
@@ -80,63 +79,10 @@ SB3_DEFAULTS: dict[str, Any] = {"lambda_": 0.95, "clip_param": 0.2, "vf_loss_coe
 ``vf_coef``, ``max_grad_norm``), set to the same values here (RLlib's own defaults differ)."""
 
 
-def library_versions() -> dict[str, str]:
-    """Versions of the learning libraries (``"absent"`` for one not installed), Python and torch's threads."""
-    found = {}
-    for name in LIBRARIES:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "absent"
-    found["python"] = platform.python_version()
-    found["torch_threads"] = str(torch.get_num_threads())
-    return found
-
-
 # ----------------------------------------------------------------------------- environments
-class _Clock:
-    """Seconds and steps in environment and memory calls, and when the last ``sample()`` ended
-    (one unit trains at a time in a process: a Ray task, or the process that calls ``train``)."""
-
-    env_s = 0.0
-    sample_end = 0.0
-
-    @classmethod
-    def restart(cls) -> None:
-        cls.env_s = 0.0
-        cls.sample_end = 0.0
-
-
-class TimedEnv(gym.Wrapper):
-    """Adds the seconds of its inner env's ``reset`` and ``step`` to the unit's clock."""
-
-    def reset(self, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.reset(**kwargs)
-        _Clock.env_s += time.perf_counter() - start
-        return out
-
-    def step(self, action: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.step(action)
-        _Clock.env_s += time.perf_counter() - start
-        return out
-
-
-class TimedVectorEnv(VectorWrapper):
-    """:class:`TimedEnv` for a vector environment."""
-
-    def reset(self, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.reset(**kwargs)
-        _Clock.env_s += time.perf_counter() - start
-        return out
-
-    def step(self, actions: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.step(actions)
-        _Clock.env_s += time.perf_counter() - start
-        return out
+UNIT_CLOCK = Clock()
+"""The clock of the unit this process trains (one at a time: a Ray task, or the process that
+calls ``train``); RLlib builds the environments, so they find it here."""
 
 
 def native_path(job: TrainJob) -> bool:
@@ -183,18 +129,18 @@ class StudyEnvCreator:
     def __call__(self, config: Mapping[str, Any]) -> Any:
         num_envs = config.get("num_envs")
         if num_envs is None:
-            return TimedEnv(single_env(self.job))
+            return TimedEnv(single_env(self.job), UNIT_CLOCK)
         env_id, kwargs = self.job.target_env()
         venv: VectorEnv = gym.make_vec(env_id, num_envs=int(num_envs), vectorization_mode="vector_entry_point",
                                        **kwargs)
         if self.job.agent.memory is not None:
             venv = MemoryObservationV(venv, memory=self.job.agent.memory)
-        return TimedVectorEnv(FlatObservationV(venv))
+        return TimedVectorEnv(FlatObservationV(venv), UNIT_CLOCK)
 
 
 # ----------------------------------------------------------------------------- the algorithm
 def _mark_sample_end(**kwargs: Any) -> None:
-    _Clock.sample_end = time.perf_counter()
+    UNIT_CLOCK.sample_end = time.perf_counter()
 
 
 def model_config(agent: AgentSpec, hyper: Hyper) -> DefaultModelConfig:
@@ -338,7 +284,7 @@ class RLlibEngine:
         steps, sample_s, update_s, eval_s = 0, 0.0, 0.0, 0.0
         try:
             module = algo.get_module()
-            _Clock.restart()
+            UNIT_CLOCK.restart()
             while steps < job.timesteps:
                 if marks and steps >= marks[0]:  # the start of the first rollout past a checkpoint
                     while marks and steps >= marks[0]:
@@ -349,20 +295,20 @@ class RLlibEngine:
                 begin = time.perf_counter()
                 result = algo.train()
                 end = time.perf_counter()
-                sample_end = min(max(_Clock.sample_end, begin), end)
+                sample_end = min(max(UNIT_CLOCK.sample_end, begin), end)
                 sample_s += sample_end - begin
                 update_s += end - sample_end
                 steps = int(result["env_runners"]["num_env_steps_sampled_lifetime"])
-            env_s = _Clock.env_s
+            env_s = UNIT_CLOCK.seconds
             final = evaluate_module(module, job, len(job.eval_seeds), steps)
         finally:
             algo.stop()
         timing = {"env_s": env_s, "policy_s": max(sample_s - env_s, 0.0), "update_s": update_s,
                   "eval_s": eval_s + final.wall_s, "total_s": time.perf_counter() - started}
         return TrainResult(curve, final, steps, timing, "native" if native_path(job) else "python",
-                           library_versions())
+                           library_versions(LIBRARIES))
 
 
-__all__ = ["LIBRARIES", "SB3_DEFAULTS", "RLlibEngine", "StudyEnvCreator", "TimedEnv", "TimedVectorEnv",
+__all__ = ["LIBRARIES", "SB3_DEFAULTS", "RLlibEngine", "StudyEnvCreator", "UNIT_CLOCK",
            "algorithm_config", "evaluate_module", "greedy_actions", "library_versions", "model_config",
            "native_path", "single_env"]

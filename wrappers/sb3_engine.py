@@ -34,15 +34,12 @@ the start of a rollout.
 from __future__ import annotations
 
 import importlib
-import platform
 import time
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import VectorEnv, VectorWrapper
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -54,22 +51,13 @@ from tepa_envs.agents.evaluation.studies.rl_agents import (
 )
 from tepa_envs.core.step_info import is_scored
 from tepa_envs.wrappers import BATCHED_MEMORIES, FlatObservation, FlatObservationV, MemoryObservation, MemoryObservationV
+from tepa_envs.wrappers.engine_timing import Clock, TimedEnv, TimedVectorEnv, library_versions
 from tepa_envs.wrappers.sb3 import SB3VecEnv
 
 LIBRARIES: tuple[str, ...] = ("torch", "stable-baselines3", "sb3-contrib", "gymnasium", "numpy")
 
 
-def library_versions() -> dict[str, str]:
-    """Versions of the learning libraries (``"absent"`` for one not installed), Python and torch's threads."""
-    found = {}
-    for name in LIBRARIES:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "absent"
-    found["python"] = platform.python_version()
-    found["torch_threads"] = str(torch.get_num_threads())
-    return found
+
 
 
 def recurrent_ppo() -> type[BaseAlgorithm] | None:
@@ -106,53 +94,6 @@ def import_path(path: str) -> Any:
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot import {path!r}: {exc}") from None
     return target
-
-
-class Clock:
-    """Seconds spent in a unit's environment and memory calls (:class:`TimedEnv`, :class:`TimedVectorEnv`)."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-
-
-class TimedEnv(gym.Wrapper):
-    """Adds the seconds of its inner env's ``reset`` and ``step`` to ``clock``."""
-
-    def __init__(self, env: gym.Env, clock: Clock) -> None:
-        super().__init__(env)
-        self.clock = clock
-
-    def reset(self, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.reset(**kwargs)
-        self.clock.seconds += time.perf_counter() - start
-        return out
-
-    def step(self, action: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.step(action)
-        self.clock.seconds += time.perf_counter() - start
-        return out
-
-
-class TimedVectorEnv(VectorWrapper):
-    """:class:`TimedEnv` for a Gymnasium vector environment."""
-
-    def __init__(self, env: VectorEnv, clock: Clock) -> None:
-        super().__init__(env)
-        self.clock = clock
-
-    def reset(self, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.reset(**kwargs)
-        self.clock.seconds += time.perf_counter() - start
-        return out
-
-    def step(self, actions: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.step(actions)
-        self.clock.seconds += time.perf_counter() - start
-        return out
 
 
 def native_path(job: TrainJob) -> bool:
@@ -318,7 +259,7 @@ class SB3Engine:
         total = time.perf_counter() - started
         timing = {"env_s": env_s, "policy_s": max(callback.rollout_s - env_s, 0.0), "update_s": callback.update_s,
                   "eval_s": callback.eval_s + final.wall_s, "total_s": total}
-        return TrainResult(callback.curve, final, int(model.num_timesteps), timing, path, library_versions())
+        return TrainResult(callback.curve, final, int(model.num_timesteps), timing, path, library_versions(LIBRARIES))
 
 
 __all__ = ["LIBRARIES", "Clock", "SB3Engine", "TimedEnv", "TimedVectorEnv", "algorithm_class", "evaluate_policy", "library_versions",
