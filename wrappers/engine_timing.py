@@ -33,12 +33,11 @@ class Clock:
         self.sample_end = 0.0
 
 
-class TimedEnv(gym.Wrapper):
-    """Adds the seconds of its inner env's ``reset`` and ``step`` to ``clock``."""
+class _TimedCalls:
+    """``reset`` and ``step`` of the wrapped environment, their seconds added to ``clock``."""
 
-    def __init__(self, env: gym.Env, clock: Clock) -> None:
-        super().__init__(env)
-        self.clock = clock
+    env: Any
+    clock: Clock
 
     def reset(self, **kwargs: Any) -> Any:
         start = time.perf_counter()
@@ -53,24 +52,20 @@ class TimedEnv(gym.Wrapper):
         return out
 
 
-class TimedVectorEnv(VectorWrapper):
+class TimedEnv(_TimedCalls, gym.Wrapper):
+    """Adds the seconds of its inner env's ``reset`` and ``step`` to ``clock``."""
+
+    def __init__(self, env: gym.Env, clock: Clock) -> None:
+        super().__init__(env)
+        self.clock = clock
+
+
+class TimedVectorEnv(_TimedCalls, VectorWrapper):
     """:class:`TimedEnv` for a Gymnasium vector environment."""
 
     def __init__(self, env: VectorEnv, clock: Clock) -> None:
         super().__init__(env)
         self.clock = clock
-
-    def reset(self, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.reset(**kwargs)
-        self.clock.seconds += time.perf_counter() - start
-        return out
-
-    def step(self, actions: Any) -> Any:
-        start = time.perf_counter()
-        out = self.env.step(actions)
-        self.clock.seconds += time.perf_counter() - start
-        return out
 
 
 def library_versions(libraries: Sequence[str]) -> dict[str, str]:
