@@ -126,9 +126,10 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 @contextlib.contextmanager
 def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
     """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back when
-    it raises (not when a Ctrl-C lands just after the COMMIT went through)."""
-    db.execute("BEGIN IMMEDIATE")
+    it raises, a Ctrl-C landing just after the BEGIN included (not when one lands just after
+    the COMMIT went through)."""
     try:
+        db.execute("BEGIN IMMEDIATE")
         yield
         db.execute("COMMIT")
     except BaseException:

@@ -16,6 +16,7 @@ from tepa_envs.agents.evaluation.engine.runner import run_job, run_traced_job
 from tepa_envs.agents.evaluation.engine.spec import Cell, canonical_json, single_group_spec
 from tepa_envs.agents.evaluation.engine.store import (
     STORE_SCHEMA_VERSION, Store, StoreError, decode_phase, decode_success, encode_phase, encode_success,
+    immediate_transaction,
 )
 from tepa_envs.agents.evaluation.engine.sweep import run_batch, run_episode_job
 
@@ -184,3 +185,31 @@ def test_a_store_without_a_complete_seed_has_nothing_to_report(tmp_path, capsys)
         store.add_cells(single_group_spec(ENV, SMALL, ["tepa"], range(3)).cells)
     assert main(["report", str(path), "--out", str(tmp_path / "out")]) == 2
     assert "nothing to report" in capsys.readouterr().err
+
+
+class _InterruptedAfter(sqlite3.Connection):
+    """A connection on which a Ctrl-C lands just after ``statement`` went through."""
+
+    statement = ""
+
+    def execute(self, sql, *args):
+        cursor = super().execute(sql, *args)
+        if sql == self.statement:
+            raise KeyboardInterrupt
+        return cursor
+
+
+@pytest.mark.parametrize("statement", ["BEGIN IMMEDIATE", "INSERT INTO t VALUES (1)", "COMMIT"])
+def test_a_ctrl_c_anywhere_in_a_transaction_leaves_the_connection_usable(tmp_path, statement):
+    db = sqlite3.connect(tmp_path / "s.db", isolation_level=None, factory=_InterruptedAfter)
+    db.execute("CREATE TABLE t (x)")
+    db.statement = statement
+    with pytest.raises(KeyboardInterrupt):
+        with immediate_transaction(db):
+            db.execute("INSERT INTO t VALUES (1)")
+    assert not db.in_transaction
+    db.statement = ""
+    with immediate_transaction(db):  # the next transaction starts: nothing was left open
+        db.execute("INSERT INTO t VALUES (2)")
+    rows = [x for (x,) in db.execute("SELECT x FROM t ORDER BY x")]
+    assert rows == ([1, 2] if statement == "COMMIT" else [2])
