@@ -18,11 +18,20 @@ in four steps, the same for every memory method:
    leads to the value the memory retrieves *now* for that key (the first
    record it shows). So each hop sees the memory's current valid value: a
    stale value sends the chain to the wrong entity, which is where revocation
-   matters. Chains of 1 to ``max_hops`` hops are searched breadth first.
+   matters. Chains of 1 to ``max_hops`` hops are searched breadth first. A
+   hop that explains nothing (a *bridge*) only leads on, and a chain keeps
+   one only when a question word no hop explains is left for it to stand for
+   ("the sport X *specialized in*"); a word said once names one relation, so
+   no hop may match a word an earlier hop explained.
 4. **One answer.** The chain that explains the most question tokens wins
    (then fewer hops, then fewer frame words the question does not mention,
    then the longer anchor); its last hop's value is the answer: the object
-   of one fact, never a list of candidates.
+   of one fact, never a list of candidates. A question no chain explains
+   fully is read again with its words' WordNet definitions ("the neighbour
+   of X" for "X lives next door to Y": *neighbour*, "a person who lives near
+   another"); that reading is taken when it explains every token the first
+   did and more relation words (not the noun naming the kind of answer, "What
+   is the *country* of ..."), through as many hops at least.
 
 :func:`answer_question` returns the answer with its provenance (the chain's
 keys and values, :class:`Hop`), or an empty answer saying why none was found
@@ -338,26 +347,33 @@ def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
     the matching; :data:`~tepa_envs.agents.readers.lexicon.RELATION_LEXICON` is an
     optional plug-in). ``use_wordnet``: also match words by their WordNet senses and
     derivations (:mod:`~tepa_envs.facts.wordnet`) when WordNet is installed; a question
-    whose words relate no chain is read again with the words' WordNet definitions
+    whose words relate no chain, or a chain leaving words unexplained, is read again with the words' WordNet definitions
     (:meth:`Token.matches`: "Who lives next door to X?" and "The neighbour of X is Y",
     *neighbour* being "a person who lives near another").
     """
     lexicon = DEFAULT_LEXICON if lexicon is None else lexicon
-    reading = _answer(question, index, retrieve, _reader_for(lexicon, use_wordnet), max_hops)
-    if reading.failure == "no chain" and use_wordnet:
-        again = _answer(question, index, retrieve, _reader_for(lexicon, use_wordnet, True), max_hops)
-        if not again.failure:
+    reading, covered, relation_words = _answer(question, index, retrieve, _reader_for(lexicon, use_wordnet),
+                                               max_hops)
+    if use_wordnet and (reading.failure == "no chain" or reading.explained < reading.tokens):
+        # a chain leaving relation words unexplained is read again with the words' definitions:
+        # the new reading is taken when it explains what the first did and more relation words,
+        # through as many hops at least (definitions add what words left out, not replace hops)
+        again, more, _ = _answer(question, index, retrieve, _reader_for(lexicon, use_wordnet, True), max_hops)
+        if not again.failure and (reading.failure or (covered < more and bool((more - covered) & relation_words)
+                                                      and len(again.hops) >= len(reading.hops))):
             return again
     return reading
 
 
-def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader,
-            max_hops: int) -> QuestionReading:
+def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader, max_hops: int,
+            max_bridges: int = MAX_BRIDGES) -> tuple[QuestionReading, frozenset[int], frozenset[int]]:
+    """The reading, the question tokens its chain explains and the tokens naming a relation
+    (not a kind of place, not the kind of answer asked for)."""
     words = words_of(question)
     spans = index.mentions(words)
     if not spans:
-        return QuestionReading("", failure="no anchor")
-    best: tuple[tuple, _State, str, int] | None = None
+        return QuestionReading("", failure="no anchor"), frozenset(), frozenset()
+    best: tuple[tuple, _State, str, tuple[Token, ...]] | None = None
     longest = spans[0][1] - spans[0][0]
     for start, end in spans:
         if end - start < longest and best is not None:
@@ -369,16 +385,34 @@ def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader
         # how far each token is from the anchor: inner hops sit next to it ("the X of the Y of A")
         distance = tuple(at - i if i < at else i - at + 1 for i in range(len(tokens)))
         frame_tokens: dict[tuple[str, ...], tuple[Token, ...]] = {}
-        for state in _search(anchor, tokens, distance, index, retrieve, reader, frame_tokens, max_hops):
+        for state in _search(anchor, tokens, distance, index, retrieve, reader, frame_tokens, max_hops,
+                             max_bridges):
             rank = (round(state.score, 6), -state.unexplained, end - start)
             if best is None or rank > best[0]:
-                best = (rank, state, " ".join(anchor), len(tokens))
+                best = (rank, state, " ".join(anchor), tokens)
         if best is None:
             longest = 0  # try the other mentions
     if best is None:
-        return QuestionReading("", anchor=" ".join(words[spans[0][0]:spans[0][1]]), failure="no chain")
-    _, state, anchor_text, n_tokens = best
-    return QuestionReading(state.hops[-1].value, state.hops, anchor_text, len(state.covered), n_tokens)
+        return (QuestionReading("", anchor=" ".join(words[spans[0][0]:spans[0][1]]), failure="no chain"),
+                frozenset(), frozenset())
+    _, state, anchor_text, tokens = best
+    return (QuestionReading(state.hops[-1].value, state.hops, anchor_text, len(state.covered), len(tokens)),
+            state.covered, frozenset(i for i, t in enumerate(tokens)
+                                     if not t.generic and t.words[:1] != (_answer_type(words),)))
+
+
+_WH = frozenset({"what", "which"})
+_LEAD = frozenset({"is", "was", "are", "were", "the", "a", "an"})
+
+
+def _answer_type(words: tuple[str, ...]) -> str | None:
+    """The noun naming the kind of answer asked for ("What is the *country* of ...",
+    "To which *country* ..."), if the question opens with one."""
+    at = 0 if words[:1] and words[0] in _WH else 1 if words[1:2] and words[1] in _WH else None
+    if at is None:
+        return None
+    rest = [w for w in words[at + 1:at + 4] if w not in _LEAD]
+    return rest[0] if rest and rest[0] not in _STOP else None
 
 
 def _explained(tokens: Sequence[Token], distance: Sequence[int], frame: Sequence[Token],
@@ -399,9 +433,11 @@ def _explained(tokens: Sequence[Token], distance: Sequence[int], frame: Sequence
 
 def _search(anchor: tuple[str, ...], tokens: Sequence[Token], distance: Sequence[int], index: FactIndex,
             retrieve: Retrieve,
-            reader: _Reader, frame_tokens: dict, max_hops: int) -> list[_State]:
+            reader: _Reader, frame_tokens: dict, max_hops: int, max_bridges: int) -> list[_State]:
     frontier = [_State(anchor, (), frozenset(), 0)]
     found: list[_State] = []
+    words = [t.words for t in tokens]
+    once = frozenset(i for i, w in enumerate(words) if words.count(w) == 1)
     for depth in range(max_hops):
         grown: list[_State] = []
         for state in frontier:
@@ -412,7 +448,9 @@ def _search(anchor: tuple[str, ...], tokens: Sequence[Token], distance: Sequence
                     ftoks = frame_tokens[relation_words] = reader.tokens(relation_words)
                 new = _explained(tokens, distance, ftoks, state.covered)
                 bridge = not new
-                if bridge and (state.bridges >= MAX_BRIDGES or depth + 1 >= max_hops):
+                if any(f.matches(tokens[i]) for i in state.covered & once for f in ftoks):
+                    continue  # a word said once names one relation: two hops cannot both be it
+                if bridge and (state.bridges >= max_bridges or depth + 1 >= max_hops):
                     continue
                 records = retrieve(info.key)
                 if not records:
@@ -431,8 +469,9 @@ def _search(anchor: tuple[str, ...], tokens: Sequence[Token], distance: Sequence
             break
         grown.sort(key=lambda s: (-s.score, s.unexplained))
         frontier = grown[:BEAM]
-        # a chain ends on a hop that explains something (a bridge only leads on)
-        found.extend(s for s in frontier if not s.last_bridge)
+        # a chain ends on a hop that explains something (a bridge only leads on), and each
+        # bridge stands for a question word no hop explains ("the sport X *specialized in*")
+        found.extend(s for s in frontier if not s.last_bridge and len(tokens) - len(s.covered) >= s.bridges)
     return found
 
 

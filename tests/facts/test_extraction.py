@@ -137,6 +137,38 @@ def test_question_reading_follows_the_memorys_current_value_at_every_hop():
     assert answer_question("Where did Nobody Known pass away?", index, retrieve).failure == "no anchor"
 
 
+def _facts(*lines: str):
+    return newest_memory("\n".join(["Here is a list of facts:", *(f"{n}. {t}" for n, t in enumerate(lines))]))
+
+
+def test_a_bridge_stands_for_a_question_word_no_hop_explains(needs_wordnet):
+    # "lives next door" is all explained by Bo's frame: a bridge through Ada's neighbour
+    # would stand for nothing; Ada's own neighbour fact is read through *neighbour*'s
+    # definition ("a person who lives near another")
+    index, retrieve = _facts("The neighbour of Ada Quill is Bo Fenn.", "Bo Fenn lives next door to Cy Dorn.",
+                             "Cy Dorn lives next door to Di Arle.")
+    reading = answer_question("Who lives next door to Ada Quill?", index, retrieve)
+    assert reading.answer == "Bo Fenn" and len(reading.hops) == 1
+
+
+def test_a_chain_leaving_relation_words_out_is_read_again_with_definitions(needs_wordnet):
+    # one hop explains "choir" and leaves "neighbour"; the definitions' reading explains both
+    index, retrieve = _facts("Ada Quill lives next door to Bo Fenn.", "Bo Fenn sings in the choir Vale Choir.",
+                             "Ada Quill sings in the choir Moor Choir.", "Cy Dorn lives next door to Ada Quill.")
+    reading = answer_question("What is the choir of the neighbour of Ada Quill?", index, retrieve)
+    assert reading.answer == "Vale Choir" and [h.value for h in reading.hops] == ["Bo Fenn", "Vale Choir"]
+
+
+def test_the_kind_of_answer_asked_for_is_not_a_relation_to_explain(needs_wordnet):
+    # "country" says what the answer is; a hop past the citizenship explaining it by a
+    # definition ("state": a country) would answer the head of state instead
+    index, retrieve = _facts(*(f"{p} is a citizen of {c}." for p, c in (("Ada Quill", "Norway"),
+                                                                       ("Bo Fenn", "Chile"), ("Cy Dorn", "Peru"))),
+                             *(f"The name of the current head of state in {c} is {h}." for c, h in (
+                                 ("Norway", "Harald V"), ("Chile", "Gabriel Boric"), ("Peru", "Dina Boluarte"))))
+    assert answer_question("What is the country of citizenship of Ada Quill?", index, retrieve).answer == "Norway"
+
+
 def test_alike_is_inflection_not_prefix():
     assert alike("educated", "education") and alike("citizenship", "citizen") and alike("founder", "founded")
     assert not alike("head", "headquarters") and not alike("city", "citizen")
