@@ -347,8 +347,9 @@ def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
     the matching; :data:`~tepa_envs.agents.readers.lexicon.RELATION_LEXICON` is an
     optional plug-in). ``use_wordnet``: also match words by their WordNet senses and
     derivations (:mod:`~tepa_envs.facts.wordnet`) when WordNet is installed; a question
-    whose words relate no chain, or a chain leaving words unexplained, is read again with the words' WordNet definitions
-    (:meth:`Token.matches`: "Who lives next door to X?" and "The neighbour of X is Y",
+    whose words relate no chain, or a chain leaving words unexplained, is read again
+    with the words' WordNet definitions (:meth:`Token.matches`: "Who lives next door
+    to X?" and "The neighbour of X is Y",
     *neighbour* being "a person who lives near another").
     """
     lexicon = DEFAULT_LEXICON if lexicon is None else lexicon
