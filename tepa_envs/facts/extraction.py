@@ -322,8 +322,10 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
       *linked* to a genitive frame ("The landlord of {S} is {O}") when a relation word
       of one matches a word of the other, directly or through the other's WordNet
       definition (*landlord*: "a landowner who leases to others"; *lease* ~ *rent*),
-      and the two share a subject and an object: the same subject with values of
-      one kind, where a merge is what lets a newer fact override an older one. The
+      and the two share a subject and values of one kind (a shared object, or objects
+      that are the subjects of a common frame: two architects of a hall are both
+      people someone "lives next door to"), where a merge is what lets a newer fact
+      override an older one. The
       frame takes the genitive frame it links to most (by linked words, then use);
       a tie merges nothing.
 
@@ -340,6 +342,17 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
             subjects[f.frame].add(f.subject)
     concepts: dict[str, frozenset[str]] = {}
     definitions: dict[str, frozenset[str]] = {}
+    frames_about: dict[str, set[str]] = defaultdict(set)
+    for f in facts:
+        if f is not None:
+            frames_about[f.subject].add(f.frame)
+    kinds: dict[str, frozenset[str]] = {}
+
+    def kind(frame: str) -> frozenset[str]:
+        """What the frame's values are known as: the frames some of them are the subject of."""
+        if frame not in kinds:
+            kinds[frame] = frozenset(x for o in objects[frame] for x in frames_about.get(o, ()))
+        return kinds[frame]
 
     def senses(word: str) -> frozenset[str]:
         if word not in concepts:
@@ -393,7 +406,8 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
             continue
         scored = []
         for target in genitive:
-            if not (objects[frame] & objects[target] and subjects[frame] & subjects[target]):
+            if not (subjects[frame] & subjects[target] and (objects[frame] & objects[target]
+                                                            or kind(frame) & kind(target))):
                 continue
             links = sum(any(linked(x, y) for y in words[target]) for x in words[frame]) \
                 + sum(any(linked(y, x) for x in words[frame]) for y in words[target])

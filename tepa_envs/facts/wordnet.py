@@ -7,7 +7,8 @@ concepts are its WordNet senses: the synsets of its first :data:`SENSES`
 senses per part of speech (of its base forms, found as WordNet's ``morphy``
 finds them: the exception lists, then the detachment rules), and the synsets
 derivationally related to them (WordNet's ``+`` pointers: *marry* ~ *marriage*,
-*die* ~ *death*). Two words share a concept when they are synonyms in one of
+*die* ~ *death*; for an adverb, the ``\\`` pointer to the adjective it comes from:
+*usually* ~ *usual*). Two words share a concept when they are synonyms in one of
 their common senses or derivations of one another. Nothing here was chosen for
 a data set: it is the database as published.
 
@@ -101,7 +102,7 @@ class WordNet:
         derived, hypernyms = [], []
         for i in range(n_pointers):
             symbol, target, target_pos = parts[at + 1 + 4 * i: at + 4 + 4 * i]
-            if symbol == "+":
+            if symbol == "+" or (symbol == "\\" and pos == "r"):
                 derived.append(f"{'a' if target_pos == 's' else target_pos}{target}")
             elif symbol in ("@", "@i") and pos == "n":
                 hypernyms.append(f"n{target}")

@@ -88,3 +88,25 @@ def test_name_words_go_back_before_a_frame_is_judged_bare():
         noun = text.split()[1]
         assert fact is not None and fact.frame == f"The {noun} of {{S}} is {{O}}", (text, fact)
         assert fact.subject in text.split(" of ", 1)[1]
+
+
+def test_an_adverb_links_through_its_adjective(needs_wordnet):
+    # "normally" and "usually" are one WordNet adverb sense; "usually" comes from *usual*
+    facts = [InducedFact(p, "The usual drink of {S} is {O}", "cocoa") for p in PEOPLE[:3]]
+    facts += [InducedFact(PEOPLE[0], "{S} normally orders {O}", "cocoa"),
+              InducedFact(PEOPLE[3], "{S} normally orders {O}", "lemonade")]
+    assert {f.frame for f in merge_synonymous(facts)} == {"The usual drink of {S} is {O}"}
+
+
+@pytest.mark.parametrize("known_as_people", [True, False])
+def test_linked_frames_with_no_shared_value_merge_when_their_values_are_one_kind(known_as_people, needs_wordnet):
+    # the old and new architect of a hall are different people: no value is shared; the
+    # values are one kind when they are the subjects of a common frame ("lives next door to")
+    halls = ["Zivu Hall", "Fido Hall", "Pize Hall"]
+    facts = [InducedFact(h, "The architect of {S} is {O}", PEOPLE[i]) for i, h in enumerate(halls)]
+    facts += [InducedFact(h, "{S} was designed by {O}", PEOPLE[i + 3]) for i, h in enumerate(halls)]
+    if known_as_people:
+        facts += [InducedFact(PEOPLE[i], "{S} lives next door to {O}", PEOPLE[7 - i]) for i in range(6)]
+    merged = {f.frame for f in merge_synonymous(facts) if "Hall" in f.subject}
+    assert merged == ({"The architect of {S} is {O}"} if known_as_people
+                      else {"The architect of {S} is {O}", "{S} was designed by {O}"})
