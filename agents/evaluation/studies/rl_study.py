@@ -100,8 +100,8 @@ AGENTS: tuple[str, ...] = ("ppo", "recurrent-ppo", "ppo-framestack", "ppo+tepa",
                            "ppo+append-only", "ppo+reactive-forgetting", "ppo+oracle-reset")
 """The study's agents by default (``ppo+oracle-reset`` is the bound: it is told the true changes)."""
 CEILING_AGENTS: tuple[str, ...] = (*AGENTS, TWIN_AGENT)
-"""The quick and medium sizes' agents: :data:`AGENTS` and PPO on each environment's fully observed
-twin, the ceiling of a learned policy (the ``default`` size adds it with its next published run)."""
+"""The built-in sizes' agents: :data:`AGENTS` and PPO on each environment's fully observed twin,
+the ceiling of a learned policy."""
 ENVS: tuple[str, ...] = ("TEPA/RegimeDrift-v0", "TEPA/RegimeDrift-ManyKeys-v0", "TEPA/RegimeDrift-Poisson-v0",
                          "TEPA/PreferenceStream-v0")
 """Controlled drift, two multi-key suite scenarios and the preference stream."""
@@ -118,12 +118,11 @@ SIZES: dict[str, dict[str, Any]] = {
     "medium": {"name": "rl-medium", "agents": list(CEILING_AGENTS), "train_seeds": 5, "timesteps": 25_000,
                "checkpoints": 6, "eval_episodes": 32, "curve_episodes": 16},
     # about an hour on 2 cores
-    "default": {"name": "rl-default", "train_seeds": 5, "timesteps": 80_000, "checkpoints": 8,
-                "eval_episodes": 32, "curve_episodes": 16},
+    "default": {"name": "rl-default", "agents": list(CEILING_AGENTS), "train_seeds": 5, "timesteps": 80_000,
+                "checkpoints": 8, "eval_episodes": 32, "curve_episodes": 16},
 }
-"""The built-in sizes (``tepa-bench rl --size``): ``quick`` and ``medium`` use :data:`CEILING_AGENTS`,
-``default`` :data:`AGENTS` (an agent the engine cannot run here, ``recurrent-ppo`` without
-sb3-contrib, left out with a note)."""
+"""The built-in sizes (``tepa-bench rl --size``), each with :data:`CEILING_AGENTS` (an agent the
+engine cannot run here, ``recurrent-ppo`` without sb3-contrib, left out with a note)."""
 
 _TOP_KEYS = {"name", "engine", "agents", "envs", "train_seeds", "timesteps", "checkpoints", "eval_episodes",
              "curve_episodes", "fast_path", "alpha", "hyper"}
