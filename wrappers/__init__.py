@@ -11,11 +11,12 @@ from typing import Any
 
 from tepa_envs.wrappers.flat_observation import FlatObservation, FlatObservationV
 from tepa_envs.wrappers.memory_observation import MEMORY_ENTRIES, MemoryObservation
+from tepa_envs.wrappers.numpy_info import NumpyInfo
 from tepa_envs.wrappers.shared_memory import SharedMemory
 from tepa_envs.wrappers.vector_memory import BATCHED_MEMORIES, MemoryObservationV
 
 __all__ = ["BATCHED_MEMORIES", "MEMORY_ENTRIES", "FlatObservation", "FlatObservationV", "MemoryObservation",
-           "MemoryObservationV", "RLlibEnvCreator", "SB3VecEnv", "SharedMemory"]
+           "MemoryObservationV", "NumpyInfo", "RLlibEnvCreator", "SB3VecEnv", "SharedMemory"]
 
 
 def __getattr__(name: str) -> Any:

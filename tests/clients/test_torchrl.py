@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import pytest
 
 import tepa_envs
-from tepa_envs.wrappers import FlatObservation, MemoryObservation
+from tepa_envs.wrappers import FlatObservation, MemoryObservation, NumpyInfo
 
 torchrl_envs = pytest.importorskip("torchrl.envs", reason="TorchRL is not installed: pip install 'tepa-envs[clients]'")
 import torch  # noqa: E402  (torchrl brings torch)
@@ -63,31 +62,21 @@ INFO_KEYS = ["t", "scored", "success", "forfeited"]
 INFO_DTYPES = [torch.int64, torch.bool, torch.bool, torch.bool]
 
 
-class NumpyInfo(gym.Wrapper):
-    """The numeric info entries as numpy scalars: TorchRL's ``default_info_dict_reader`` reads
-    ``value.dtype``, which the fixed schema's Python ``int``/``bool`` values lack."""
-
-    def reset(self, **kwargs: Any):
-        observation, info = self.env.reset(**kwargs)
-        return observation, self._numpy(info)
-
-    def step(self, action: Any):
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        return observation, reward, terminated, truncated, self._numpy(info)
-
-    @staticmethod
-    def _numpy(info: dict[str, Any]) -> dict[str, Any]:
-        return {**info, **{key: np.asarray(info[key]) for key in INFO_KEYS}}
-
-
-@pytest.mark.xfail(raises=AttributeError, strict=False,
-                   reason="TorchRL's default_info_dict_reader reads value.dtype; the fixed info schema gives "
-                          "Python int/bool scalars (NumpyInfo below is the workaround)")
-def test_the_default_info_reader_on_the_plain_fixed_schema():
-    env = torchrl_envs.GymEnv("TEPA/RegimeDrift-v0", phase_lengths=(6, 6, 6, 6))
+def test_the_default_info_reader_needs_numpy_info():
+    # TorchRL's default reader asks each value for its dtype: the fixed schema's Python
+    # numbers have none, NumpyInfo's have
+    plain = torchrl_envs.GymEnv("TEPA/RegimeDrift-v0", phase_lengths=(6, 6, 6, 6))
+    plain.set_info_dict_reader(default_info_dict_reader(INFO_KEYS))
+    try:
+        with pytest.raises(AttributeError, match="dtype"):
+            plain.rollout(5)
+    finally:
+        plain.close()
+    env = torchrl_envs.GymWrapper(NumpyInfo(gym.make("TEPA/RegimeDrift-v0", phase_lengths=(6, 6, 6, 6))))
     env.set_info_dict_reader(default_info_dict_reader(INFO_KEYS))
     try:
-        env.rollout(5)
+        rollout = env.rollout(5)
+        assert rollout["next", "t"].reshape(-1).tolist() == [1, 2, 3, 4, 5]
     finally:
         env.close()
 
