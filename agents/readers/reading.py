@@ -10,7 +10,10 @@
   the reader answers the question text by a chain of hops through the memory
   (:func:`tepa_envs.agents.readers.questions.answer_question`: an anchor entity,
   the question's relation words, each hop the memory's current value for a
-  known key). The known keys come from the environment's
+  known key). A multiple-choice question (the environment's ``choices``,
+  FactConsolidation's ``action_mode="choice"``) is answered by the candidate the
+  chain's records state; when they state none, the evidence reader chooses among
+  the candidates as it does when a memory shows nothing. The known keys come from the environment's
   :meth:`~tepa_envs.core.contracts.TaskEnv.known_keys` (the keys of the
   ``info["evidence"]`` it streamed; what a reader that kept the keys it was shown
   would know; ``()`` by default). The chain's last
@@ -192,9 +195,13 @@ def _read_question(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess,
         QuestionReading("", failure="no question")
     state.last = reading
     records = retrieve_once(reading.hops[-1].key) if reading.hops else []
+    choices = task.choices(info["key"])  # a multiple-choice question's candidates (``()``: free text)
     if order is _language_model:  # the hop's value is the model's choice: the answer states it
-        return records[0].value if records else ""
-    return reader.choose(records, ())
+        answer = records[0].value if records else ""
+        if not choices or answer in choices:
+            return answer
+        records = []  # the model's answer is no candidate: the reader chooses as with nothing shown
+    return reader.choose(records, choices)
 
 
 def read_question(retrieve: Retrieve, reader: EvidenceReader, task: TaskAccess, info: Mapping[str, Any],

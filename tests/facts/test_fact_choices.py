@@ -20,6 +20,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import tepa_envs  # noqa: F401
+from tepa_envs.agents import MemoryAgent, run_episode
+from tepa_envs.agents.evaluation.engine.evaluate import evaluate
 from tepa_envs.facts.choices import CODE_BITS, candidate_code
 from tepa_envs.facts.data import RELATIONS, generate_world
 from tepa_envs.facts.env import FactConsolidationEnv
@@ -302,3 +304,17 @@ def test_stable_baselines3_ppo_trains_on_the_choice_mode():
     model.learn(128)
     assert model.num_timesteps == 128 and model.action_space == gym.spaces.Discrete(4)
     vec_env.close()
+
+
+def test_memory_agents_answer_multiple_choice_questions_through_the_evaluation():
+    # the question reader's answer names a candidate, or the evidence reader chooses among
+    # them as with nothing shown; the drift-metric trace asks each question's own candidates
+    evaluation = evaluate("TEPA/FactConsolidation-v0", ["tepa", "append-only", "no-memory"], range(2),
+                          env_kwargs={"length": "6k", "action_mode": "choice"})
+    score = {m: float(run.success.mean()) for m, run in evaluation.runs.items()}
+    assert score["tepa"] >= 0.8 and score["no-memory"] <= 0.45   # measured 0.89 and 0.32 (chance: 0.25)
+    env = gym.make("TEPA/FactConsolidation-v0", length="6k", action_mode="choice")
+    agent = MemoryAgent("tepa", reading="question")
+    result = run_episode(env, agent, 0)
+    assert result.success.mean() >= 0.8
+    env.close()

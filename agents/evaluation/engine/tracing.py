@@ -42,8 +42,11 @@ class DriftTracer(EpisodeObserver):
         self.pending_view: tuple[str, ...] = ()
         self.retrieved = False
         self.env: gym.Env | None = None
-        self._choices: dict[str, tuple[str, ...]] = {}
-        self._values: dict[str, dict[Any, str]] = {}
+        self._choices_now: tuple[str, ...] = ()
+        """The presented task's choices, asked when it is presented (a question's candidates
+        differ from the next question's under the same key, FactConsolidation ``action_mode="choice"``)."""
+        self._values: dict[tuple[str, tuple[str, ...]], dict[Any, str]] = {}
+        self._values_now: dict[Any, str] = {}
         self._scored: list[tuple[str, Any, str, str]] = []
         self._failures: dict[str, dict[str, int]] = {}
         """Per key, per value: failed uses since the value last worked."""
@@ -56,16 +59,14 @@ class DriftTracer(EpisodeObserver):
         if env.spec is not None:
             self.trace.phase_names = tuple(settings_for(env.spec.id).phase_names)
         self.key, self.pending_shown, self.pending_view, self.retrieved = info.get("key", ""), "", (), False
-        self._choices, self._values, self._failures = {}, {}, {}  # a key's choices may differ between episodes
+        self._values, self._failures = {}, {}  # a key's choices may differ between episodes
+        self._present(info)
         self._stale, self._last_correct = {}, {}
 
     def key_choices(self, key: str) -> tuple[str, ...]:
-        """The environment's choices for ``key``, asked once per episode."""
-        choices = self._choices.get(key)
-        if choices is None:
-            assert self.task is not None
-            choices = self._choices[key] = tuple(self.task.choices(key))
-        return choices
+        """The environment's choices for the presented task (whose key is ``key``), asked
+        once per task, when it was presented."""
+        return self._choices_now
 
     def on_retrieve(self, key: str, context: str, records: list[Any]) -> None:
         """The first retrieval for the presented task's key: what it shows."""
@@ -78,10 +79,7 @@ class DriftTracer(EpisodeObserver):
             self.pending_shown = self.pending_view[0]
 
     def on_step(self, info_before: Mapping[str, Any], action: Any, info_after: Mapping[str, Any]) -> None:
-        key = self.key
-        values = self._values.get(key)
-        if values is None:
-            values = self._values[key] = self._actions_of(key)
+        key, values = self.key, self._values_now
         if is_scored(info_after):
             oracle = info_before.get("oracle", {})
             correct = oracle.get("correct", "")
@@ -90,6 +88,19 @@ class DriftTracer(EpisodeObserver):
             self.trace.views.append(self._view(key, int(oracle.get("phase", 0)), correct))
         self._count_outcomes(info_after)
         self.key, self.pending_shown, self.pending_view, self.retrieved = info_after.get("key", ""), "", (), False
+        self._present(info_after)
+
+    def _present(self, info: Mapping[str, Any]) -> None:
+        """The task ``info`` presents: its choices and the value of each action, asked now
+        (after the step, the environment presents the next task); none once no task is
+        presented (no ``oracle``, or its sentinel phase -1: the terminal step)."""
+        assert self.task is not None
+        presented = int(info.get("oracle", {}).get("phase", -1)) >= 0
+        self._choices_now = choices = tuple(self.task.choices(self.key)) if presented else ()
+        values = self._values.get((self.key, choices))
+        if values is None:  # action -> value, once per key and distinct set of choices
+            values = self._values[(self.key, choices)] = self._actions_of(self.key)
+        self._values_now = values
 
     def _view(self, key: str, phase: int, correct: str) -> View:
         stale = self._stale.setdefault(key, set())
