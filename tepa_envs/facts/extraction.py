@@ -268,9 +268,9 @@ def _syntactic_genitive(words: Words) -> InducedFact | None:
 
 _COPULA = r"(?:is|was|are|were)"
 _GENITIVE_FORMS = (
-    (re.compile(r"^(?:the|a|an) (?P<n>.+) of \{S\} " + _COPULA + r" \{O\}$", re.I), False),
-    (re.compile(r"^\{S\}['’]s (?P<n>.+) " + _COPULA + r" \{O\}$", re.I), False),
-    (re.compile(r"^\{S\} " + _COPULA + r" the (?P<n>.+) of \{O\}$", re.I), True),   # object first
+    (re.compile(r"^(?:the|a|an) (?P<n>.+) of (?:the )?\{S\} " + _COPULA + r" \{O\}$", re.I), False),
+    (re.compile(r"^(?:the )?\{S\}['’]s (?P<n>.+) " + _COPULA + r" \{O\}$", re.I), False),
+    (re.compile(r"^\{S\} " + _COPULA + r" the (?P<n>.+) of (?:the )?\{O\}$", re.I), True),   # object first
 )
 
 

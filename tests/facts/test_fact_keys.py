@@ -110,3 +110,16 @@ def test_linked_frames_with_no_shared_value_merge_when_their_values_are_one_kind
     merged = {f.frame for f in merge_synonymous(facts) if "Hall" in f.subject}
     assert merged == ({"The architect of {S} is {O}"} if known_as_people
                       else {"The architect of {S} is {O}", "{S} was designed by {O}"})
+
+
+def test_a_name_opening_with_the_keys_alike_in_every_genitive_shape():
+    # "The" before a name is a determiner, not the relation: possessive, genitive and
+    # object-first sentences about "The Vale Rowing Club" take one key with one subject
+    clubs = ["The Vale Rowing Club", "The Moor Rowing Club", "The Fen Rowing Club"]
+    texts = [f"{c}'s home river is {r} Water." for c, r in zip(clubs, ["Zubi", "Kora", "Lemi"])]
+    texts += [f"The home river of {c} is {r} Water." for c, r in zip(clubs, ["Tavi", "Bora", "Sumi"])]
+    texts += [f"{r} Water is the home river of {c}." for c, r in zip(clubs, ["Pela", "Dura", "Rika"])]
+    facts = induce_facts(texts)
+    assert {f.frame for f in facts} == {"The home river of {S} is {O}"}
+    assert [f.subject for f in facts] == [c[len("The "):] for c in clubs] * 3
+    assert [f.object for f in facts][6:] == ["Pela Water", "Dura Water", "Rika Water"]
