@@ -127,7 +127,15 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
     """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back when
     it raises, a Ctrl-C landing just after the BEGIN included (not when one lands just after
-    the COMMIT went through)."""
+    the COMMIT went through). A transaction already open on ``db`` is one an interrupted
+    block left (every write of a store goes through this block, in autocommit mode): it
+    is rolled back first; a block opened inside another on the same connection is a
+    ``RuntimeError``."""
+    if id(db) in _OPEN_BLOCKS:
+        raise RuntimeError("immediate_transaction opened inside another on the same connection")
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+    _OPEN_BLOCKS.add(id(db))
     try:
         db.execute("BEGIN IMMEDIATE")
         yield
@@ -136,6 +144,12 @@ def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
+    finally:
+        _OPEN_BLOCKS.discard(id(db))
+
+
+_OPEN_BLOCKS: set[int] = set()
+"""The connections (by ``id``) inside an :func:`immediate_transaction` block now."""
 
 
 class StoreError(TepaError, ValueError):

@@ -213,3 +213,26 @@ def test_a_ctrl_c_anywhere_in_a_transaction_leaves_the_connection_usable(tmp_pat
         db.execute("INSERT INTO t VALUES (2)")
     rows = [x for (x,) in db.execute("SELECT x FROM t ORDER BY x")]
     assert rows == ([1, 2] if statement == "COMMIT" else [2])
+
+
+def test_a_transaction_an_interrupted_block_left_open_is_rolled_back_by_the_next(tmp_path):
+    db = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    db.execute("CREATE TABLE t (x)")
+    db.execute("BEGIN IMMEDIATE")  # as a Ctrl-C inside a block's ROLLBACK guard would leave it
+    db.execute("INSERT INTO t VALUES (1)")
+    with immediate_transaction(db):
+        db.execute("INSERT INTO t VALUES (2)")
+    assert not db.in_transaction and [x for (x,) in db.execute("SELECT x FROM t")] == [2]
+
+
+def test_a_block_inside_another_on_one_connection_is_refused_and_the_outer_rolls_back(tmp_path):
+    db = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    db.execute("CREATE TABLE t (x)")
+    with pytest.raises(RuntimeError, match="inside another"):
+        with immediate_transaction(db):
+            db.execute("INSERT INTO t VALUES (1)")
+            with immediate_transaction(db):
+                db.execute("INSERT INTO t VALUES (2)")
+    assert not db.in_transaction and db.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+    with immediate_transaction(db):  # usable afterwards
+        db.execute("INSERT INTO t VALUES (3)")
