@@ -349,8 +349,8 @@ def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
     derivations (:mod:`~tepa_envs.facts.wordnet`) when WordNet is installed; a question
     whose words relate no chain, or a chain leaving words unexplained, is read again
     with the words' WordNet definitions (:meth:`Token.matches`: "Who lives next door
-    to X?" and "The neighbour of X is Y",
-    *neighbour* being "a person who lives near another").
+    to X?" and "The neighbour of X is Y", *neighbour* being "a person who lives near
+    another"; see the module for when that reading is taken).
     """
     lexicon = DEFAULT_LEXICON if lexicon is None else lexicon
     reading, covered, relation_words = _answer(question, index, retrieve, _reader_for(lexicon, use_wordnet),
@@ -366,8 +366,8 @@ def answer_question(question: str, index: FactIndex, retrieve: Retrieve, *,
     return reading
 
 
-def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader, max_hops: int,
-            max_bridges: int = MAX_BRIDGES) -> tuple[QuestionReading, frozenset[int], frozenset[int]]:
+def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader,
+            max_hops: int) -> tuple[QuestionReading, frozenset[int], frozenset[int]]:
     """The reading, the question tokens its chain explains and the tokens naming a relation
     (not a kind of place, not the kind of answer asked for)."""
     words = words_of(question)
@@ -386,8 +386,7 @@ def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader
         # how far each token is from the anchor: inner hops sit next to it ("the X of the Y of A")
         distance = tuple(at - i if i < at else i - at + 1 for i in range(len(tokens)))
         frame_tokens: dict[tuple[str, ...], tuple[Token, ...]] = {}
-        for state in _search(anchor, tokens, distance, index, retrieve, reader, frame_tokens, max_hops,
-                             max_bridges):
+        for state in _search(anchor, tokens, distance, index, retrieve, reader, frame_tokens, max_hops):
             rank = (round(state.score, 6), -state.unexplained, end - start)
             if best is None or rank > best[0]:
                 best = (rank, state, " ".join(anchor), tokens)
@@ -397,9 +396,9 @@ def _answer(question: str, index: FactIndex, retrieve: Retrieve, reader: _Reader
         return (QuestionReading("", anchor=" ".join(words[spans[0][0]:spans[0][1]]), failure="no chain"),
                 frozenset(), frozenset())
     _, state, anchor_text, tokens = best
+    kind = (_answer_type(words),)
     return (QuestionReading(state.hops[-1].value, state.hops, anchor_text, len(state.covered), len(tokens)),
-            state.covered, frozenset(i for i, t in enumerate(tokens)
-                                     if not t.generic and t.words[:1] != (_answer_type(words),)))
+            state.covered, frozenset(i for i, t in enumerate(tokens) if not t.generic and t.words[:1] != kind))
 
 
 _WH = frozenset({"what", "which"})
@@ -434,7 +433,7 @@ def _explained(tokens: Sequence[Token], distance: Sequence[int], frame: Sequence
 
 def _search(anchor: tuple[str, ...], tokens: Sequence[Token], distance: Sequence[int], index: FactIndex,
             retrieve: Retrieve,
-            reader: _Reader, frame_tokens: dict, max_hops: int, max_bridges: int) -> list[_State]:
+            reader: _Reader, frame_tokens: dict, max_hops: int) -> list[_State]:
     frontier = [_State(anchor, (), frozenset(), 0)]
     found: list[_State] = []
     words = [t.words for t in tokens]
@@ -451,7 +450,7 @@ def _search(anchor: tuple[str, ...], tokens: Sequence[Token], distance: Sequence
                 bridge = not new
                 if any(f.matches(tokens[i]) for i in state.covered & once for f in ftoks):
                     continue  # a word said once names one relation: two hops cannot both be it
-                if bridge and (state.bridges >= max_bridges or depth + 1 >= max_hops):
+                if bridge and (state.bridges >= MAX_BRIDGES or depth + 1 >= max_hops):
                     continue
                 records = retrieve(info.key)
                 if not records:
