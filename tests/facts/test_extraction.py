@@ -178,6 +178,7 @@ def test_official_rows_with_and_without_the_relation_lexicon(real_rows, needs_wo
     rows = {split: json.loads((real_rows / f"factconsolidation_{split}_6k.json").read_text())[0]
             for split in ("sh", "mh")}
     assert exact_match(rows["sh"]) >= 0.95               # measured 0.99: single-hop needs no lexicon
-    assert exact_match(rows["mh"]) >= 0.65               # measured 0.70 with WordNet (0.84 with the removed
-    #                                                      lexicon fitted to these rows)
-    assert exact_match(rows["mh"], use_wordnet=False) >= 0.55  # measured 0.64: stems alone
+    assert exact_match(rows["mh"]) >= 0.75               # measured 0.77 with WordNet (0.84 with the removed
+    #                                                      lexicon fitted to these rows; 0.70 before the
+    #                                                      reader's bridge and definition rules)
+    assert exact_match(rows["mh"], use_wordnet=False) >= 0.60  # measured 0.65: stems alone
