@@ -6,7 +6,7 @@ rows found in the data folder (``--data-dir``, else ``$TEPA_MAB_DATA`` or the sh
 folder; the 6k rows in a checkout), every method's best of ``--repeats`` full
 ``TEPA/FactConsolidation-v0`` episodes, timed as ``benchmarks/facts_262k.py`` times
 them: the facts streamed in chunks and written to memory, then the 100 questions
-answered by the reader, under the default question reader. Beside them, per
+answered by the reader, under the evaluation's question reader (``newest``). Beside them, per
 configuration, the front-end's work done once per record and shared by every method
 (generating or loading the record and inducing its fact frames; building the question
 reader's index) and an append-and-scan memory as a reference.

@@ -132,6 +132,18 @@ def test_every_method_shares_one_front_end():
     assert settings_for(ENV_ID).method_kwargs == {}
 
 
+def test_the_evaluation_reads_questions_as_the_tables_first_reader():
+    # `tepa-bench run` and evaluate() score as the facts table's `newest` column: the
+    # change detectors show the first-written record first, and under the literal
+    # first-record reading ("question") they fell with the keep-everything memories
+    assert settings_for(ENV_ID).reading == "question-newest"
+    env = gym.make(ENV_ID, split="sh", length="6k")
+    for method in ("cusum", "adwin", "tepa"):
+        assert score_method(env, method, 0)[0] == score_method(env, method, 0, "newest")[0]
+    assert score_method(env, "cusum", 0)[0] > score_method(env, "append-only", 0, "memory-order")[0] + 0.3
+    env.close()
+
+
 def test_bad_arguments_and_actions_are_refused():
     with pytest.raises(ValueError, match="split must be one of sh, mh"):
         gym.make(ENV_ID, split="xx")

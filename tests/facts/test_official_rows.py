@@ -51,7 +51,9 @@ def test_single_hop_targets(official):
     # never overridden (26 of 100 on this row)
     (record,) = load_records(real_rows / "factconsolidation_sh_6k.json")
     assert abs(scores["sh", "tepa-norev"] - _never_overridden_share(official)) <= 0.05
-    assert scores["sh", "append-only-bm25"] < tepa  # the paper's lexical front-end, its own row
+    # the paper's lexical front-end, its own row: at most TEPA's (0.99 both under the
+    # evaluation's `newest` reader; it falls far behind on multi-hop, below)
+    assert scores["sh", "append-only-bm25"] <= tepa
     assert all(scores["sh", m] == 0.0 for m in CANNOT_ANSWER)
     assert len(record["questions"]) == 100
 
@@ -60,6 +62,7 @@ def test_multi_hop_targets_and_where_chains_break(official):
     scores, runs, envs, _ = official
     assert scores["mh", "tepa"] >= 0.40  # measured 0.85; paper 0.04, no MemoryAgentBench system above 0.07
     assert all(scores["mh", "tepa"] >= scores["mh", m] for m in METHOD_NAMES)
+    assert scores["mh", "append-only-bm25"] <= scores["mh", "tepa"] - 0.5  # measured 0.08 against 0.77
     breakdown = diagnose(envs["mh"], runs["mh", "tepa"])["counts"]
     assert set(breakdown) == set(BREAKDOWN) and sum(breakdown.values()) == 100
     assert breakdown["correct"] == round(100 * scores["mh", "tepa"])

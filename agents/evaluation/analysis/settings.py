@@ -21,7 +21,8 @@ from tepa_envs.agents.memories.registry import METHOD_NAMES
 from tepa_envs.core import PHASE_NAMES
 from tepa_envs.core.drift import POISSON_NAMES, RECURRING_NAMES
 
-READINGS: tuple[str, ...] = ("direct", "chain", "question")
+READINGS: tuple[str, ...] = ("direct", "chain", "question", "question-newest", "question-memory-order",
+                             "question-local-lm")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,10 @@ class EnvSettings:
             is a per-method front-end difference and is printed with the results.
         reading: ``"direct"`` (retrieve the task's key, the reader picks),
             ``"chain"`` (multi-hop: each hop's answer is the next hop's subject) or
-            ``"question"`` (``"chain"``, and unkeyed questions mapped to a key by the reader).
+            ``"question"`` (``"chain"``, and unkeyed questions mapped to a key by the reader;
+            each hop takes the memory's first record), or ``"question-<reader>"`` (the same
+            with one of the named question readers,
+            :data:`~tepa_envs.agents.readers.reading.QUESTION_READERS`).
         decide_phases: oracle phases on which the agent decides; on other steps
             it sends the environment's no-decision action ``to_action("")``
             (``None``: every step).
@@ -69,11 +73,12 @@ ENV_SETTINGS: dict[str, EnvSettings] = {
     "TEPA/PreferenceStream-v0": EnvSettings(),
     "TEPA/FactConsolidation-v0": EnvSettings(
         # One front-end for every method: the environment's fact extraction and the
-        # reader's question understanding (reading "question": keyed questions are read
-        # hop by hop as "chain", unkeyed ones answered by a chain through the memory,
-        # tepa_envs.agents.readers.questions). No per-method arguments: the paper's
-        # lexical (BM25) front-end is its own row, analysis.paper.FACTS_EXTRA_ROWS.
-        reading="question", decide_phases=(1,), phase_names=("memorize", "questions")),
+        # reader's question understanding (keyed questions are read hop by hop as
+        # "chain", unkeyed ones answered by a chain through the memory,
+        # tepa_envs.agents.readers.questions), under the facts table's first question
+        # reader, "newest". No per-method arguments: the paper's lexical (BM25)
+        # front-end is its own row, analysis.paper.FACTS_EXTRA_ROWS.
+        reading="question-newest", decide_phases=(1,), phase_names=("memorize", "questions")),
 }
 
 
