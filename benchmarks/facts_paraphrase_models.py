@@ -34,36 +34,29 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from facts_design_rewordings import RELATIONS  # noqa: E402  (the benchmark beside this one)
+
 EXAMPLES = {"person": ("Ada Quill", "Bo Fenn"), "choir": ("Vale Choir",), "hall": ("Siru Hall",),
             "maker": ("Kor Cycles",), "mountain": ("Mount Kor",), "drink": ("cocoa",)}
 """An example entity per design kind (the subject, then the object when the kinds agree)."""
 
 
-def _design() -> Any:
-    spec = importlib.util.spec_from_file_location("facts_design_rewordings",
-                                                  ROOT / "benchmarks" / "facts_design_rewordings.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def pairs() -> list[tuple[str, str, bool]]:
     """``(subject-first sentence, object-first sentence, same relation)`` over the design relations."""
-    relations = _design().RELATIONS
     out = []
-    for name, (s_kind, o_kind, forms, _, _) in relations.items():
+    for name, (s_kind, o_kind, forms, _, _) in RELATIONS.items():
         s = EXAMPLES[s_kind][0]
         o = EXAMPLES[o_kind][-1]
         for form in ("plain", "synonym"):
             said = forms[form].format(s=s, o=o)
-            for other, (s2, o2, forms2, _, _) in relations.items():
+            for other, (s2, o2, forms2, _, _) in RELATIONS.items():
                 if (s2, o2) == (s_kind, o_kind):
                     out.append((said, forms2["object first"].format(s=s, o=o), other == name))
     return out

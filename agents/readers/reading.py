@@ -13,11 +13,11 @@
   known key). A multiple-choice question (the environment's ``choices``,
   FactConsolidation's ``action_mode="choice"``) is answered by the candidate the
   chain's records state; when they state none, the evidence reader chooses among
-  the candidates as it does when a memory shows nothing. The known keys come from the environment's
-  :meth:`~tepa_envs.core.contracts.TaskEnv.known_keys` (the keys of the
-  ``info["evidence"]`` it streamed; what a reader that kept the keys it was shown
-  would know; ``()`` by default). The chain's last
-  records go to the reader, which states one value. A keyed question is read
+  the candidates as it does when a memory shows nothing. The known keys come from
+  the environment's :meth:`~tepa_envs.core.contracts.TaskEnv.known_keys` (the keys
+  of the ``info["evidence"]`` it streamed; what a reader that kept the keys it was
+  shown would know; ``()`` by default). The chain's last records go to the
+  reader, which states one value. A keyed question is read
   as :func:`read_chain` reads it.
 * **Question readers** (:data:`QUESTION_READERS`): how :func:`read_question` takes a
   hop's value from the records the memory returns, the setting under which

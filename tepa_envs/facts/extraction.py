@@ -336,16 +336,14 @@ def merge_synonymous(facts: Sequence[InducedFact | None]) -> list[InducedFact | 
     usage = Counter(f.frame for f in facts if f is not None)
     objects: dict[str, set[str]] = defaultdict(set)
     subjects: dict[str, set[str]] = defaultdict(set)
+    frames_about: dict[str, set[str]] = defaultdict(set)
     for f in facts:
         if f is not None:
             objects[f.frame].add(f.object)
             subjects[f.frame].add(f.subject)
+            frames_about[f.subject].add(f.frame)
     concepts: dict[str, frozenset[str]] = {}
     definitions: dict[str, frozenset[str]] = {}
-    frames_about: dict[str, set[str]] = defaultdict(set)
-    for f in facts:
-        if f is not None:
-            frames_about[f.subject].add(f.frame)
     kinds: dict[str, frozenset[str]] = {}
 
     def kind(frame: str) -> frozenset[str]:

@@ -63,17 +63,12 @@ class DriftTracer(EpisodeObserver):
         self._present(info)
         self._stale, self._last_correct = {}, {}
 
-    def key_choices(self, key: str) -> tuple[str, ...]:
-        """The environment's choices for the presented task (whose key is ``key``), asked
-        once per task, when it was presented."""
-        return self._choices_now
-
     def on_retrieve(self, key: str, context: str, records: list[Any]) -> None:
         """The first retrieval for the presented task's key: what it shows."""
         if self.retrieved or key != self.key:
             return
         self.retrieved = True
-        choices = self.key_choices(key)
+        choices = self._choices_now
         self.pending_view = tuple(r.value for r in records if not choices or r.value in choices)
         if self.pending_view:
             self.pending_shown = self.pending_view[0]
@@ -99,7 +94,7 @@ class DriftTracer(EpisodeObserver):
         self._choices_now = choices = tuple(self.task.choices(self.key)) if presented else ()
         values = self._values.get((self.key, choices))
         if values is None:  # action -> value, once per key and distinct set of choices
-            values = self._values[(self.key, choices)] = self._actions_of(self.key)
+            values = self._values[(self.key, choices)] = self._actions_of(choices)
         self._values_now = values
 
     def _view(self, key: str, phase: int, correct: str) -> View:
@@ -135,10 +130,10 @@ class DriftTracer(EpisodeObserver):
             self.trace.revocations = [(int(e.t), e.key, e.value) for e in memory.audit_log
                                       if e.to_state == REVOKED]  # a str enum: equal to its value
 
-    def _actions_of(self, key: str) -> dict[Any, str]:
+    def _actions_of(self, choices: tuple[str, ...]) -> dict[Any, str]:
         assert self.task is not None
         to_action = self.task.to_action
-        return {_hashable(to_action(value)): value for value in self.key_choices(key)}
+        return {_hashable(to_action(value)): value for value in choices}
 
 
 def _value_of(values: Mapping[Any, str], action: Any) -> str:
